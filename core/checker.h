@@ -1,0 +1,33 @@
+// CheckSchedule: an independent validator of a fully timed schedule.
+//
+// It shares no code with the simulator beyond the problem's per-op quantities:
+// it re-derives every rule of FORMAT.md (every op once, right device and
+// stream, durations, dependencies with comm, one op per lane at a time, the
+// memory sweep, the reported metrics) and lists every violation with the op,
+// device and time involved. Tests use it as the oracle for every method.
+//
+//   CheckReport rep = CheckSchedule(problem, timed);
+//   for (const std::string& e : rep.errors) std::cerr << e << "\n";
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/problem.h"
+#include "core/schedule.h"
+
+namespace optpipe {
+
+struct CheckReport {
+  std::vector<std::string> errors;
+  double makespan = 0;
+  double device_span = 0;
+  double objective = 0;
+  std::vector<double> peak_memory;  // [D]
+  bool valid() const { return errors.empty(); }
+};
+
+// `tolerance` is absolute, in the problem's time and memory units.
+CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tolerance = 1e-6);
+
+}  // namespace optpipe

@@ -1,0 +1,170 @@
+#include "core/problem.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace optpipe {
+namespace {
+
+std::string Num(double x) {
+  std::ostringstream os;
+  os << x;
+  return os.str();
+}
+
+Status CheckArray(const std::vector<double>& a, std::size_t n, const std::string& field) {
+  if (a.size() != n) {
+    return InvalidArgument(field + ": expected " + std::to_string(n) + " values, got " +
+                           std::to_string(a.size()));
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i]) || a[i] < 0) {
+      return InvalidArgument(field + "[" + std::to_string(i) + "]: must be a finite number >= 0 (got " +
+                             Num(a[i]) + ")");
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<std::vector<int>> PlaceStages(const std::string& placement, int devices, int v) {
+  const int stages = devices * v;
+  std::vector<int> dev(stages);
+  if (placement == "interleaved") {
+    for (int s = 0; s < stages; ++s) dev[s] = s % devices;
+  } else if (placement == "vshape") {
+    for (int k = 0; k < v; ++k) {
+      for (int d = 0; d < devices; ++d) {
+        dev[k % 2 == 0 ? k * devices + d : k * devices + devices - 1 - d] = d;
+      }
+    }
+  } else {
+    return InvalidArgument("placement: expected \"interleaved\", \"vshape\" or an array of " +
+                           std::to_string(stages) + " device ids, got \"" + placement + "\"");
+  }
+  return dev;
+}
+
+Status Validate(const Problem& p) {
+  if (p.devices < 1) return InvalidArgument("devices: must be >= 1 (got " + std::to_string(p.devices) + ")");
+  if (p.microbatches < 1) {
+    return InvalidArgument("microbatches: must be >= 1 (got " + std::to_string(p.microbatches) + ")");
+  }
+  if (p.stages_per_device < 1) {
+    return InvalidArgument("stages_per_device: must be >= 1 (got " +
+                           std::to_string(p.stages_per_device) + ")");
+  }
+  const std::size_t S = p.stages(), D = p.devices;
+  if (p.stage_device.size() != S) {
+    return InvalidArgument("placement: expected " + std::to_string(S) + " device ids, got " +
+                           std::to_string(p.stage_device.size()));
+  }
+  for (std::size_t s = 0; s < S; ++s) {
+    if (p.stage_device[s] < 0 || p.stage_device[s] >= p.devices) {
+      return InvalidArgument("placement[" + std::to_string(s) + "]: device " +
+                             std::to_string(p.stage_device[s]) + " is not in [0, " +
+                             std::to_string(D) + ")");
+    }
+  }
+  for (auto [a, name] : {std::pair{&p.f, "stage_time.f"}, {&p.b, "stage_time.b"},
+                         {&p.w, "stage_time.w"}, {&p.activation, "memory.activation"},
+                         {&p.freed_by_b, "memory.freed_by_b"},
+                         {&p.offloadable, "memory.offloadable"}}) {
+    if (Status st = CheckArray(*a, S, name); !st.ok()) return st;
+  }
+  if (Status st = CheckArray(p.comm, S - 1, "comm_time"); !st.ok()) return st;
+  if (p.offload) {
+    if (Status st = CheckArray(*p.offload, S, "offload_time"); !st.ok()) return st;
+  }
+  if (Status st = CheckArray(p.static_memory, D, "memory.static"); !st.ok()) return st;
+  for (std::size_t s = 0; s < S; ++s) {
+    const std::string i = "[" + std::to_string(s) + "]";
+    if (p.freed_by_b[s] > p.activation[s]) {
+      return InvalidArgument("memory.freed_by_b" + i + ": must be <= memory.activation" + i + " (" +
+                             Num(p.freed_by_b[s]) + " > " + Num(p.activation[s]) + ")");
+    }
+    if (p.offloadable[s] > p.activation[s]) {
+      return InvalidArgument("memory.offloadable" + i + ": must be <= memory.activation" + i +
+                             " (" + Num(p.offloadable[s]) + " > " + Num(p.activation[s]) + ")");
+    }
+  }
+  if (p.memory_limit) {
+    if (Status st = CheckArray(*p.memory_limit, D, "memory.limit"); !st.ok()) return st;
+    for (std::size_t d = 0; d < D; ++d) {
+      if ((*p.memory_limit)[d] < p.static_memory[d]) {
+        const std::string i = "[" + std::to_string(d) + "]";
+        return InvalidArgument("memory.limit" + i + ": must be >= memory.static" + i + " (" +
+                               Num((*p.memory_limit)[d]) + " < " + Num(p.static_memory[d]) + ")");
+      }
+    }
+  }
+  std::vector<int> seen(D, -1);
+  for (std::size_t g = 0; g < p.host_links.size(); ++g) {
+    if (p.host_links[g].empty()) {
+      return InvalidArgument("host_links[" + std::to_string(g) + "]: a group needs at least one device");
+    }
+    for (int d : p.host_links[g]) {
+      const std::string where = "host_links[" + std::to_string(g) + "]: ";
+      if (d < 0 || d >= p.devices) {
+        return InvalidArgument(where + "device " + std::to_string(d) + " is not in [0, " +
+                               std::to_string(D) + ")");
+      }
+      if (seen[d] >= 0) {
+        return InvalidArgument(where + "device " + std::to_string(d) + " is already in host_links[" +
+                               std::to_string(seen[d]) + "]");
+      }
+      seen[d] = static_cast<int>(g);
+    }
+  }
+  for (std::size_t d = 0; d < D; ++d) {
+    if (seen[d] < 0) return InvalidArgument("host_links: device " + std::to_string(d) + " is in no group");
+  }
+  return OkStatus();
+}
+
+std::vector<int> LinkOfDevice(const Problem& p) {
+  std::vector<int> link(p.devices, -1);
+  for (std::size_t g = 0; g < p.host_links.size(); ++g) {
+    for (int d : p.host_links[g]) link[d] = static_cast<int>(g);
+  }
+  return link;
+}
+
+int DeviceOf(const Problem& p, const Op& op) { return p.stage_device[op.stage]; }
+
+double Duration(const Problem& p, const Op& op) {
+  const int s = op.stage;
+  switch (op.type) {
+    case OpType::kF: return p.f[s];
+    case OpType::kB: return p.split_backward ? p.b[s] : p.b[s] + p.w[s];
+    case OpType::kW: return p.w[s];
+    case OpType::kO:
+    case OpType::kR: return p.offload ? (*p.offload)[s] : 0.0;
+  }
+  return 0.0;
+}
+
+double CommTime(const Problem& p, int s) {
+  return p.stage_device[s] == p.stage_device[s + 1] ? 0.0 : p.comm[s];
+}
+
+double Allocates(const Problem& p, const Op& op) {
+  switch (op.type) {
+    case OpType::kF: return p.activation[op.stage];
+    case OpType::kR: return p.offloadable[op.stage];
+    default: return 0.0;
+  }
+}
+
+double Frees(const Problem& p, const Op& op) {
+  const int s = op.stage;
+  switch (op.type) {
+    case OpType::kB: return p.split_backward ? p.freed_by_b[s] : p.activation[s];
+    case OpType::kW: return p.activation[s] - p.freed_by_b[s];
+    case OpType::kO: return p.offloadable[s];
+    default: return 0.0;
+  }
+}
+
+}  // namespace optpipe

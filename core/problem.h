@@ -1,0 +1,77 @@
+// Problem: one pipeline-parallel training iteration to schedule (optpipe-problem/1).
+//
+// D devices run S = D*v stages; each of M micro-batches passes F through every
+// stage, then B (activation gradient) and W (weight gradient) back. Activations
+// live on the device from F's start until B/W free them, unless offloaded (O)
+// to the host and reloaded (R) before B. All arrays are expanded to full length
+// by the loader, so code indexes them directly.
+//
+//   StatusOr<Problem> p = LoadProblem("unit-4x8.json");   // core/format.h
+//   double t = Duration(*p, Op{OpType::kB, 2, 0});
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/op.h"
+#include "core/status.h"
+
+namespace optpipe {
+
+enum class Objective { kMakespan, kDeviceSpan };
+
+struct Problem {
+  std::string name;
+  int devices = 1;            // D
+  int microbatches = 1;       // M
+  int stages_per_device = 1;  // v
+  // "interleaved", "vshape" or "explicit"; stage_device holds the result [S].
+  std::string placement = "interleaved";
+  std::vector<int> stage_device;
+  bool split_backward = true;
+
+  std::vector<double> f, b, w;  // [S] durations of one micro-batch's F, B, W
+  std::vector<double> comm;     // [S-1] transfer time between stage s and s+1
+  std::optional<std::vector<double>> offload;  // [S] one O or one R; nullopt: no offload
+
+  std::vector<double> activation;   // [S] allocated when F starts
+  std::vector<double> freed_by_b;   // [S] freed when B ends; the rest when W ends
+  std::vector<double> offloadable;  // [S] moved out by O, back by R
+  std::vector<double> static_memory;                // [D]
+  std::optional<std::vector<double>> memory_limit;  // [D]; nullopt: unlimited
+
+  // A partition of the devices: O and R of one group run one at a time. The
+  // loader fills in a singleton group for every device the file leaves out.
+  std::vector<std::vector<int>> host_links;
+  Objective objective = Objective::kMakespan;
+
+  int stages() const { return devices * stages_per_device; }
+  OpSpace op_space() const { return OpSpace(stages(), microbatches); }
+  bool offload_allowed() const { return offload.has_value(); }
+  bool memory_limited() const { return memory_limit.has_value(); }
+  friend bool operator==(const Problem&, const Problem&) = default;
+};
+
+// Checks every field and cross-field rule; the message names the first bad
+// field, e.g. "memory.limit[3]: must be >= memory.static[3] (10 < 12)".
+Status Validate(const Problem& p);
+
+// Device of every stage for a placement name ("interleaved", "vshape").
+StatusOr<std::vector<int>> PlaceStages(const std::string& placement, int devices, int v);
+
+// Host-link id of every device [D].
+std::vector<int> LinkOfDevice(const Problem& p);
+
+// --- Per-op quantities, the one definition every component uses. ---
+
+int DeviceOf(const Problem& p, const Op& op);
+double Duration(const Problem& p, const Op& op);
+// Transfer time from stage s to s+1 (either direction); 0 on one device.
+double CommTime(const Problem& p, int s);
+// Memory an op allocates at its start (F: activation, R: offloadable).
+double Allocates(const Problem& p, const Op& op);
+// Memory an op frees at its end (B, W, O).
+double Frees(const Problem& p, const Op& op);
+
+}  // namespace optpipe

@@ -1,0 +1,67 @@
+// Schedule: what a method decides. TimedSchedule: what a file or a run records.
+//
+// A Schedule is the order of compute ops on every device and of copy ops on
+// every host link; offloading (s, m) means placing O and R of it on the link.
+// Times are not part of it: Simulate (core/simulator.h) derives them. A
+// TimedSchedule is the optpipe-schedule/1 file: every op with its start/end.
+//
+// Text form, one lane a line (PyTorch pipelining op names):
+//   d0: 0F0 0F1 0B0 0W0 0B1 0W1
+//   l0: 0O1 0R1
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/op.h"
+#include "core/problem.h"
+#include "core/status.h"
+
+namespace optpipe {
+
+struct Schedule {
+  std::string method;
+  std::vector<std::vector<Op>> compute;  // [D] F/B/W in execution order
+  std::vector<std::vector<Op>> copy;     // [host link] O/R in execution order
+
+  // An empty schedule with one lane per device and host link.
+  static Schedule Empty(const Problem& p, std::string method);
+};
+
+// offloaded[s * M + m] for every (stage, micro-batch) whose O is on a link.
+std::vector<char> OffloadedSet(const Problem& p, const Schedule& s);
+
+std::string ToText(const Schedule& s);
+StatusOr<Schedule> ParseScheduleText(const Problem& p, const std::string& text);
+
+struct TimedOp {
+  Op op;
+  int device = 0;
+  double start = 0;
+  double end = 0;
+};
+
+// Extra fields any method may attach (solver termination, bound, gap, time).
+struct SolveInfo {
+  std::optional<std::string> termination;
+  std::optional<double> bound;
+  std::optional<double> gap;
+  std::optional<double> solve_seconds;
+};
+
+struct TimedSchedule {
+  std::string problem;  // the problem's name
+  std::string method;
+  std::vector<TimedOp> ops;
+  // Values as reported by whoever wrote the file; the checker compares them.
+  std::optional<double> makespan, device_span, objective;
+  std::optional<std::vector<double>> peak_memory;
+  SolveInfo info;
+};
+
+// Per-lane orders of a timed schedule: ops sorted by start time (ties keep file order).
+// Fails if an op has a stage out of range; other inconsistencies are the checker's job.
+StatusOr<Schedule> OrdersOf(const Problem& p, const TimedSchedule& t);
+
+}  // namespace optpipe

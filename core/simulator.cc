@@ -1,0 +1,277 @@
+#include "core/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <sstream>
+
+#include "core/dag.h"
+
+namespace optpipe {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string Fmt(double x) {
+  std::ostringstream os;
+  os << x;
+  return os.str();
+}
+
+}  // namespace
+
+Simulator::Simulator(const Problem& p)
+    : p_(&p), space_(p.op_space()), link_of_device_(LinkOfDevice(p)) {}
+
+const std::vector<Op>& Simulator::Lane(const Schedule& s, int r) const {
+  return r < p_->devices ? s.compute[r] : s.copy[r - p_->devices];
+}
+
+Status Simulator::CheckStructure(const Schedule& s) {
+  const Problem& p = *p_;
+  if (s.compute.size() != static_cast<std::size_t>(p.devices) ||
+      s.copy.size() != p.host_links.size()) {
+    return InvalidArgument("schedule has " + std::to_string(s.compute.size()) + " device lanes and " +
+                           std::to_string(s.copy.size()) + " host-link lanes; the problem has " +
+                           std::to_string(p.devices) + " and " + std::to_string(p.host_links.size()));
+  }
+  const int lanes = p.devices + static_cast<int>(p.host_links.size());
+  std::vector<char>& seen = seen_;
+  seen.assign(space_.size(), 0);
+  offloaded_.assign(static_cast<std::size_t>(p.stages()) * p.microbatches, 0);
+  for (int r = 0; r < lanes; ++r) {
+    const bool compute = r < p.devices;
+    const std::string lane = compute ? "device " + std::to_string(r)
+                                     : "host link " + std::to_string(r - p.devices);
+    for (const Op& op : Lane(s, r)) {
+      const std::string name = ToString(op);
+      if (!space_.Contains(op)) {
+        return InvalidArgument(lane + ": op " + name + " is outside the problem's " +
+                               std::to_string(p.stages()) + " stages x " +
+                               std::to_string(p.microbatches) + " micro-batches");
+      }
+      if (IsCompute(op.type) != compute) {
+        return InvalidArgument(lane + ": op " + name + " does not belong on this kind of lane");
+      }
+      if (op.type == OpType::kW && !p.split_backward) {
+        return InvalidArgument(lane + ": op " + name + " but the problem fuses W into B");
+      }
+      if (IsCopy(op.type) && !p.offload_allowed()) {
+        return InvalidArgument(lane + ": op " + name + " but the problem allows no offload");
+      }
+      const int d = DeviceOf(p, op);
+      if (compute ? d != r : link_of_device_[d] != r - p.devices) {
+        return InvalidArgument(lane + ": op " + name + " belongs to device " + std::to_string(d) +
+                               (compute ? "" : " (host link " + std::to_string(link_of_device_[d]) + ")"));
+      }
+      char& mark = seen[space_.Index(op)];
+      if (mark) return InvalidArgument(lane + ": op " + name + " appears twice");
+      mark = 1;
+      if (op.type == OpType::kO) {
+        offloaded_[static_cast<std::size_t>(op.stage) * p.microbatches + op.microbatch] = 1;
+      }
+    }
+  }
+  for (const Op& op : AllOps(p, offloaded_)) {
+    if (!seen[space_.Index(op)]) {
+      return InvalidArgument("op " + ToString(op) + " is missing from the schedule");
+    }
+  }
+  for (int i = 0; i < space_.size(); ++i) {
+    if (seen[i] && space_.At(i).type == OpType::kR && !offloaded_[i % (p.stages() * p.microbatches)]) {
+      return InvalidArgument("op " + ToString(space_.At(i)) + " reloads an activation never offloaded");
+    }
+  }
+  return OkStatus();
+}
+
+StatusOr<SimResult> Simulator::Run(const Schedule& s) {
+  if (Status st = CheckStructure(s); !st.ok()) return st;
+  const Problem& p = *p_;
+  const int D = p.devices;
+  const int lanes = D + static_cast<int>(p.host_links.size());
+  const int n = space_.size();
+
+  start_.assign(n, kNaN);
+  end_.assign(n, kNaN);
+  pos_.assign(lanes, 0);
+  running_.assign(lanes, -1);
+  waits_for_.assign(lanes, -1);
+  first_watcher_.assign(n, -1);
+  next_watcher_.assign(lanes, -1);
+  mem_waiters_.assign(D, {});
+  mem_blocked_.assign(lanes, 0);
+  blocked_at_.assign(lanes, 0.0);
+  mem_ = p.static_memory;
+  SimResult res;
+  res.peak_memory = p.static_memory;
+  res.busy.assign(D, 0.0);
+  heap_.clear();
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events(std::greater<>{},
+                                                                         std::move(heap_));
+  for (int r = 0; r < lanes; ++r) events.push({0.0, 1, r});
+
+  std::size_t total = 0, done = 0;
+  for (int r = 0; r < lanes; ++r) total += Lane(s, r).size();
+
+  while (!events.empty()) {
+    const Event ev = events.top();
+    events.pop();
+    const double t = ev.t;
+    if (ev.kind == 0) {  // op ends: free its lane and memory, wake whoever waited
+      const int i = ev.id;
+      const Op op = space_.At(i);
+      const int d = DeviceOf(p, op);
+      const int r = IsCompute(op.type) ? d : D + link_of_device_[d];
+      running_[r] = -1;
+      ++done;
+      events.push({t, 1, r});
+      for (int w = first_watcher_[i]; w >= 0; w = next_watcher_[w]) events.push({t, 1, w});
+      first_watcher_[i] = -1;
+      if (const double fr = Frees(p, op); fr > 0) {
+        mem_[d] -= fr;
+        for (int w : mem_waiters_[d]) {
+          mem_blocked_[w] = 0;
+          events.push({t, 1, w});
+        }
+        mem_waiters_[d].clear();
+      }
+      continue;
+    }
+    // A lane tries to start its next op at time t.
+    const int r = ev.id;
+    const std::vector<Op>& lane = Lane(s, r);
+    if (running_[r] >= 0 || pos_[r] == static_cast<int>(lane.size())) continue;
+    const Op h = lane[pos_[r]];
+    const int hi = space_.Index(h);
+    int missing = -1;
+    double ready = 0.0;
+    ForEachPredecessor(p, offloaded_, h, [&](const Op& q, double lag) {
+      const int qi = space_.Index(q);
+      if (std::isnan(end_[qi]) || end_[qi] > t) {
+        if (missing < 0) missing = qi;
+      } else {
+        ready = std::max(ready, end_[qi] + lag);
+      }
+    });
+    if (missing >= 0) {  // wake this lane when that predecessor ends
+      if (waits_for_[r] != missing) {
+        waits_for_[r] = missing;
+        next_watcher_[r] = first_watcher_[missing];
+        first_watcher_[missing] = r;
+      }
+      continue;
+    }
+    waits_for_[r] = -1;
+    if (ready > t) {
+      events.push({ready, 1, r});
+      continue;
+    }
+    const int d = DeviceOf(p, h);
+    const double alloc = Allocates(p, h);
+    if (alloc > 0 && p.memory_limit) {
+      const double limit = (*p.memory_limit)[d];
+      if (mem_[d] + alloc > limit + 1e-9 * std::max(1.0, limit)) {
+        if (!mem_blocked_[r]) mem_waiters_[d].push_back(r);
+        mem_blocked_[r] = 1;
+        blocked_at_[r] = t;
+        continue;
+      }
+    }
+    const double dur = Duration(p, h);
+    start_[hi] = t;
+    end_[hi] = t + dur;
+    mem_[d] += alloc;
+    res.peak_memory[d] = std::max(res.peak_memory[d], mem_[d]);
+    if (IsCompute(h.type)) res.busy[d] += dur;
+    running_[r] = hi;
+    ++pos_[r];
+    events.push({t + dur, 0, hi});
+  }
+  heap_ = std::vector<Event>();  // the heap moved into `events`; keep nothing stale
+
+  if (done < total) return Infeasible(DescribeDeadlock(s));
+
+  double first = std::numeric_limits<double>::infinity(), last = -first;
+  std::vector<double> dfirst(D, first), dlast(D, last);
+  for (int i = 0; i < n; ++i) {
+    if (std::isnan(start_[i])) continue;
+    const int d = DeviceOf(p, space_.At(i));
+    first = std::min(first, start_[i]);
+    last = std::max(last, end_[i]);
+    dfirst[d] = std::min(dfirst[d], start_[i]);
+    dlast[d] = std::max(dlast[d], end_[i]);
+  }
+  res.makespan = total ? last - first : 0.0;
+  res.span.assign(D, 0.0);
+  double busy = 0;
+  for (int d = 0; d < D; ++d) {
+    if (dlast[d] >= dfirst[d]) res.span[d] = dlast[d] - dfirst[d];
+    res.device_span = std::max(res.device_span, res.span[d]);
+    busy += res.busy[d];
+  }
+  res.objective = p.objective == Objective::kMakespan ? res.makespan : res.device_span;
+  res.bubble_ratio = res.makespan > 0 ? 1.0 - busy / (D * res.makespan) : 0.0;
+  res.start = start_;
+  res.end = end_;
+  return res;
+}
+
+std::string Simulator::DescribeDeadlock(const Schedule& s) const {
+  const Problem& p = *p_;
+  const int D = p.devices;
+  std::ostringstream os;
+  std::ostringstream order;
+  bool memory = false;
+  int waiting = 0;
+  for (int r = 0; r < D + static_cast<int>(p.host_links.size()); ++r) {
+    const auto& lane = Lane(s, r);
+    if (pos_[r] == static_cast<int>(lane.size())) continue;
+    const Op h = lane[pos_[r]];
+    const int d = DeviceOf(p, h);
+    const std::string where = r < D ? "device " + std::to_string(r)
+                                    : "host link " + std::to_string(r - D);
+    if (mem_blocked_[r]) {
+      const double t = blocked_at_[r];
+      memory = true;
+      os << "memory: " << ToString(h) << " on device " << d << " cannot allocate "
+         << Fmt(Allocates(p, h)) << " at t=" << Fmt(t) << " with " << Fmt(mem_[d])
+         << " in use of limit " << Fmt((*p.memory_limit)[d])
+         << ", and nothing queued before it can free memory; ";
+    } else if (waits_for_[r] >= 0 && ++waiting <= 3) {
+      order << where << " waits with " << ToString(h) << " for " << ToString(space_.At(waits_for_[r]))
+            << ", which never runs; ";
+    }
+  }
+  if (waiting > 3) order << "and " << waiting - 3 << " more lanes wait behind them; ";
+  std::string msg = memory ? "infeasible: " + os.str() + order.str()
+                           : "deadlock: the orders wait on each other: " + order.str();
+  if (msg.size() >= 2) msg.resize(msg.size() - 2);
+  return msg;
+}
+
+StatusOr<SimResult> Simulate(const Problem& p, const Schedule& s) { return Simulator(p).Run(s); }
+
+TimedSchedule ToTimed(const Problem& p, const Schedule& s, const SimResult& r) {
+  TimedSchedule t;
+  t.problem = p.name;
+  t.method = s.method;
+  const OpSpace space = p.op_space();
+  for (int i = 0; i < space.size(); ++i) {
+    if (std::isnan(r.start[i])) continue;
+    const Op op = space.At(i);
+    t.ops.push_back({op, DeviceOf(p, op), r.start[i], r.end[i]});
+  }
+  std::stable_sort(t.ops.begin(), t.ops.end(), [](const TimedOp& a, const TimedOp& b) {
+    if (a.start != b.start) return a.start < b.start;
+    return a.device < b.device;
+  });
+  t.makespan = r.makespan;
+  t.device_span = r.device_span;
+  t.objective = r.objective;
+  t.peak_memory = r.peak_memory;
+  return t;
+}
+
+}  // namespace optpipe

@@ -1,0 +1,81 @@
+// Simulate: the single source of truth for times, makespan and memory.
+//
+// Given per-lane orders (a Schedule), every op starts as early as its lane,
+// its dependencies (plus comm time) and its device's memory allow. Memory
+// behaves as a runtime would: an op whose allocation does not fit waits until
+// an op already running or queued (a B/W, an offload) frees enough; if nothing
+// can, or the orders wait on each other, the schedule is infeasible and the
+// status names the op, device, time, memory in use and limit.
+//
+// Cost: O(N log L) for N ops and L lanes (event heap of at most one pending
+// event per lane plus running ops), no allocation per call after the first.
+//
+//   Simulator sim(problem);
+//   StatusOr<SimResult> r = sim.Run(schedule);
+//   if (r.ok()) std::cout << r->makespan;
+#pragma once
+
+#include <queue>
+#include <vector>
+
+#include "core/problem.h"
+#include "core/schedule.h"
+#include "core/status.h"
+
+namespace optpipe {
+
+struct SimResult {
+  // Indexed by OpSpace index; NaN for op slots the schedule does not use.
+  std::vector<double> start, end;
+  double makespan = 0;     // last end - first start over all ops
+  double device_span = 0;  // max over devices of (last end - first start) on it
+  double objective = 0;    // makespan or device_span, per the problem
+  std::vector<double> span;         // [D]
+  std::vector<double> busy;         // [D] compute time
+  std::vector<double> peak_memory;  // [D], static memory included
+  // Idle share of the compute lanes: 1 - sum(busy) / (D * makespan).
+  double bubble_ratio = 0;
+};
+
+class Simulator {
+ public:
+  explicit Simulator(const Problem& p);  // keeps a pointer: keep `p` alive
+  // Structural errors (missing/duplicate/misplaced op): kInvalidArgument.
+  // Deadlock or memory that never fits: kInfeasible.
+  StatusOr<SimResult> Run(const Schedule& s);
+
+ private:
+  struct Event {
+    double t;
+    int kind;  // 0: an op ends (frees first), 1: a lane tries to start its head
+    int id;
+    bool operator>(const Event& o) const {
+      if (t != o.t) return t > o.t;
+      if (kind != o.kind) return kind > o.kind;
+      return id > o.id;
+    }
+  };
+  Status CheckStructure(const Schedule& s);
+  std::string DescribeDeadlock(const Schedule& s) const;
+  const std::vector<Op>& Lane(const Schedule& s, int r) const;
+
+  const Problem* p_;
+  OpSpace space_;
+  std::vector<int> link_of_device_;
+  std::vector<char> offloaded_;
+  // Scratch, sized once.
+  std::vector<double> start_, end_;
+  std::vector<int> pos_, running_, first_watcher_, next_watcher_, waits_for_;
+  std::vector<std::vector<int>> mem_waiters_;
+  std::vector<char> mem_blocked_, seen_;
+  std::vector<double> mem_, blocked_at_;
+  std::vector<Event> heap_;
+};
+
+// One-shot form of Simulator::Run.
+StatusOr<SimResult> Simulate(const Problem& p, const Schedule& s);
+
+// The optpipe-schedule/1 content of a simulated schedule.
+TimedSchedule ToTimed(const Problem& p, const Schedule& s, const SimResult& r);
+
+}  // namespace optpipe

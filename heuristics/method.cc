@@ -1,0 +1,73 @@
+#include "heuristics/method.h"
+
+#include <sstream>
+
+#include "core/checker.h"
+
+namespace optpipe {
+namespace {
+
+Status Always(const Problem&) { return OkStatus(); }
+
+Status OneStagePerDevice(const Problem& p) {
+  if (p.stages_per_device == 1) return OkStatus();
+  return NotApplicable("needs stages_per_device = 1 (got " + std::to_string(p.stages_per_device) + ")");
+}
+
+std::string List(const std::vector<double>& v) {
+  std::ostringstream os;
+  for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+  return os.str();
+}
+
+}  // namespace
+
+const std::vector<MethodInfo>& Methods() {
+  static const std::vector<MethodInfo> kMethods = {
+      {"gpipe", "GPipe: all forwards, then all backwards (Huang et al. 2019); peak M activations",
+       Always, BuildGPipe},
+      {"1f1b", "1F1B / PipeDream-Flush: warm-up, one forward one backward, drain (Narayanan et al. 2021)",
+       OneStagePerDevice, BuildOneFOneB},
+  };
+  return kMethods;
+}
+
+const MethodInfo* FindMethod(const std::string& name) {
+  for (const MethodInfo& m : Methods()) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+StatusOr<Solution> RunMethod(const Problem& p, const std::string& name) {
+  const MethodInfo* method = FindMethod(name);
+  if (!method) return NotFound("unknown method '" + name + "' (optpipe methods lists them)");
+  if (Status st = method->applicable(p); !st.ok()) {
+    return Status(st.code(), name + " is not applicable: " + st.message());
+  }
+  StatusOr<Schedule> sched = method->build(p);
+  if (!sched.ok()) return Status(sched.status().code(), name + ": " + sched.status().message());
+  StatusOr<SimResult> sim = Simulate(p, *sched);
+  if (!sim.ok()) {
+    if (sim.status().code() != StatusCode::kInfeasible || !p.memory_limit) {
+      return Status(sim.status().code(), name + ": " + sim.status().message());
+    }
+    // Say how much memory the schedule would need: simulate it unlimited.
+    Problem unlimited = p;
+    unlimited.memory_limit.reset();
+    StatusOr<SimResult> free_run = Simulate(unlimited, *sched);
+    std::string need;
+    if (free_run.ok()) {
+      need = "; it needs peak memory [" + List(free_run->peak_memory) + "] against memory.limit [" +
+             List(*p.memory_limit) + "]";
+    }
+    return Infeasible(name + " does not fit the memory limit: " + sim.status().message() + need);
+  }
+  Solution sol{std::move(*sched), std::move(*sim)};
+  // The checker is independent of the simulator: a disagreement is our bug.
+  const CheckReport rep = CheckSchedule(p, ToTimed(p, sol.schedule, sol.sim));
+  if (!rep.valid()) return Internal(name + " produced an invalid schedule: " + rep.errors.front());
+  return sol;
+}
+
+}  // namespace optpipe

@@ -1,0 +1,46 @@
+// The method registry: every schedule generator optpipe offers, by CLI name.
+//
+// RunMethod builds a method's orders and passes them through the core
+// simulator and the checker before returning: a Solution is always valid.
+// A method whose preconditions fail returns kNotApplicable saying why; one
+// whose schedule cannot fit memory.limit returns kInfeasible with the memory
+// it would need.
+//
+//   StatusOr<Solution> s = RunMethod(problem, "1f1b");
+//   if (s.ok()) std::cout << s->sim.makespan;
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/problem.h"
+#include "core/schedule.h"
+#include "core/simulator.h"
+#include "core/status.h"
+
+namespace optpipe {
+
+struct Solution {
+  Schedule schedule;
+  SimResult sim;
+};
+
+struct MethodInfo {
+  std::string name;
+  std::string summary;  // one line, with the paper behind it
+  // OK when the method applies to the problem; kNotApplicable saying why otherwise.
+  std::function<Status(const Problem&)> applicable;
+  std::function<StatusOr<Schedule>(const Problem&)> build;
+};
+
+const std::vector<MethodInfo>& Methods();
+const MethodInfo* FindMethod(const std::string& name);
+
+StatusOr<Solution> RunMethod(const Problem& p, const std::string& name);
+
+// Generators (one file each).
+StatusOr<Schedule> BuildGPipe(const Problem& p);
+StatusOr<Schedule> BuildOneFOneB(const Problem& p);
+
+}  // namespace optpipe

@@ -1,0 +1,169 @@
+#include "core/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include "core/checker.h"
+#include "heuristics/method.h"
+#include "tests/testing.h"
+
+namespace optpipe {
+namespace {
+
+using testing::MakeProblem;
+using testing::UnitProblem;
+
+Schedule FromText(const Problem& p, const std::string& text) {
+  StatusOr<Schedule> s = ParseScheduleText(p, text);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return s.ok() ? *s : Schedule{};
+}
+
+// 1F1B on unit costs: the classic (M + S - 1)(f + b) with the backward fused,
+// and the published peak of S - d activations on device d.
+TEST(Simulator, OneFOneBUnitCosts) {
+  for (auto [D, M] : {std::pair{4, 8}, {8, 16}, {2, 5}}) {
+    Problem fused = UnitProblem(D, M, false);
+    StatusOr<SimResult> r = Simulate(fused, *BuildOneFOneB(fused));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_DOUBLE_EQ(r->makespan, (M + D - 1) * 3.0);
+    for (int d = 0; d < D; ++d) EXPECT_DOUBLE_EQ(r->peak_memory[d], D - d);
+  }
+  Problem split = UnitProblem(4, 8, true);
+  StatusOr<SimResult> r = Simulate(split, *BuildOneFOneB(split));
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ(r->makespan, 30.0);  // W right after its B
+  EXPECT_EQ(r->peak_memory, (std::vector<double>{4, 3, 2, 1}));
+  EXPECT_DOUBLE_EQ(r->bubble_ratio, 1.0 - 4 * 24.0 / (4 * 30.0));
+}
+
+TEST(Simulator, GPipeHoldsEveryActivation) {
+  Problem p = UnitProblem(4, 8, true);
+  StatusOr<SimResult> r = Simulate(p, *BuildGPipe(p));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->peak_memory, std::vector<double>(4, 8.0));
+  // Forward wave (M + D - 1) then backward wave of B+W pairs (M + D - 1 more, 2 each).
+  EXPECT_DOUBLE_EQ(r->makespan, 11 + 2 * 8 + 3);
+}
+
+TEST(Simulator, CommTimeDelaysCrossDeviceDependencies) {
+  Problem p = MakeProblem(R"("devices": 2, "microbatches": 1, "split_backward": false,
+      "stage_time": {"f": 1, "b": 1}, "comm_time": 0.5)");
+  StatusOr<SimResult> r = Simulate(p, FromText(p, "d0: 0F0 0B0\nd1: 1F0 1B0\n"));
+  ASSERT_TRUE(r.ok());
+  const OpSpace sp = p.op_space();
+  EXPECT_DOUBLE_EQ(r->start[sp.Index(OpType::kF, 1, 0)], 1.5);
+  EXPECT_DOUBLE_EQ(r->start[sp.Index(OpType::kB, 0, 0)], 4.0);
+  EXPECT_DOUBLE_EQ(r->makespan, 5.0);
+  EXPECT_EQ(r->span, (std::vector<double>{5.0, 2.0}));
+  EXPECT_DOUBLE_EQ(r->device_span, 5.0);
+}
+
+TEST(Simulator, NoCommBetweenStagesOfOneDevice) {
+  Problem p = MakeProblem(R"("devices": 1, "microbatches": 1, "stages_per_device": 2,
+      "split_backward": false, "stage_time": {"f": 1, "b": 1}, "comm_time": 7)");
+  StatusOr<SimResult> r = Simulate(p, FromText(p, "d0: 0F0 1F0 1B0 0B0\n"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ(r->makespan, 4.0);
+}
+
+// An F that does not fit waits for the offload already running to free memory;
+// the reload waits for the B that frees the other activation.
+TEST(Simulator, AllocationWaitsForFreesInFlight) {
+  Problem p = MakeProblem(R"("devices": 1, "microbatches": 2, "split_backward": false,
+      "stage_time": {"f": 1, "b": 1}, "offload_time": 0.5,
+      "memory": {"activation": 1, "limit": 1})");
+  StatusOr<SimResult> r = Simulate(p, FromText(p, "d0: 0F0 0F1 0B1 0B0\nl0: 0O0 0R0\n"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const OpSpace sp = p.op_space();
+  EXPECT_DOUBLE_EQ(r->start[sp.Index(OpType::kO, 0, 0)], 1.0);
+  EXPECT_DOUBLE_EQ(r->start[sp.Index(OpType::kF, 0, 1)], 1.5);  // after O frees at 1.5
+  EXPECT_DOUBLE_EQ(r->start[sp.Index(OpType::kR, 0, 0)], 3.5);  // after B1 frees at 3.5
+  EXPECT_DOUBLE_EQ(r->makespan, 5.0);
+  EXPECT_EQ(r->peak_memory, std::vector<double>{1.0});
+}
+
+TEST(Simulator, MemoryThatNeverFitsIsInfeasibleAndSaysWhere) {
+  Problem p = MakeProblem(R"("devices": 1, "microbatches": 2, "split_backward": false,
+      "stage_time": {"f": 1, "b": 1}, "memory": {"activation": 1, "static": 2, "limit": 3})");
+  StatusOr<SimResult> r = Simulate(p, FromText(p, "d0: 0F0 0F1 0B0 0B1\n"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInfeasible);
+  const std::string& m = r.status().message();
+  for (const char* part : {"0F1", "device 0", "t=1", "3 in use", "limit 3"}) {
+    EXPECT_NE(m.find(part), std::string::npos) << m;
+  }
+  // The same order fits one more unit.
+  p.memory_limit = std::vector<double>{4.0};
+  EXPECT_TRUE(Simulate(p, FromText(p, "d0: 0F0 0F1 0B0 0B1\n")).ok());
+}
+
+TEST(Simulator, OrdersThatWaitOnEachOtherDeadlock) {
+  Problem p = UnitProblem(2, 1, false);
+  StatusOr<SimResult> r = Simulate(p, FromText(p, "d0: 0B0 0F0\nd1: 1F0 1B0\n"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInfeasible);
+  EXPECT_NE(r.status().message().find("deadlock"), std::string::npos);
+  EXPECT_NE(r.status().message().find("0B0"), std::string::npos);
+}
+
+// Two devices on one host link: their copies run one at a time.
+TEST(Simulator, SharedHostLinkSerialisesCopies) {
+  const std::string body = R"("devices": 2, "microbatches": 1, "split_backward": false,
+      "stage_time": {"f": 1, "b": 1}, "offload_time": 2, "memory": {"activation": 1})";
+  Problem shared = MakeProblem(body + R"(, "host_links": [[0, 1]])");
+  StatusOr<SimResult> r =
+      Simulate(shared, FromText(shared, "d0: 0F0 0B0\nd1: 1F0 1B0\nl0: 0O0 1O0 1R0 0R0\n"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->makespan, 10.0);
+  Problem separate = MakeProblem(body);
+  r = Simulate(separate, FromText(separate, "d0: 0F0 0B0\nd1: 1F0 1B0\nl0: 0O0 0R0\nl1: 1O0 1R0\n"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ(r->makespan, 8.0);
+}
+
+TEST(Simulator, RejectsMalformedSchedules) {
+  Problem p = UnitProblem(2, 1, true);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"d0: 0F0 0B0\nd1: 1F0 1B0 1W0\n", "0W0 is missing"},
+      {"d0: 0F0 0B0 0W0 0W0\nd1: 1F0 1B0 1W0\n", "appears twice"},
+      {"d0: 0F0 0B0 0W0 1F0\nd1: 1B0 1W0\n", "belongs to device 1"},
+      {"d0: 0F0 0B0 0W0 0F3\nd1: 1F0 1B0 1W0\n", "outside"},
+  };
+  for (const auto& [text, want] : cases) {
+    StatusOr<SimResult> r = Simulate(p, FromText(p, text));
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
+  }
+  Schedule offload = FromText(p, "d0: 0F0 0B0 0W0\nd1: 1F0 1B0 1W0\n");
+  offload.copy[0].push_back({OpType::kO, 0, 0});
+  EXPECT_NE(Simulate(p, offload).status().message().find("allows no offload"), std::string::npos);
+}
+
+// The simulator and the independent checker agree on random problems and orders.
+TEST(Simulator, AgreesWithCheckerOnRandomProblems) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int D = 1 + trial % 5, M = 1 + trial % 7, v = 1 + trial % 2;
+    Problem p = testing::RandomProblem(rng, D, M, v, trial % 3 != 0, true);
+    Schedule s = *BuildGPipe(p);
+    // Offload every other activation, copies in forward order on each link.
+    const std::vector<int> link = LinkOfDevice(p);
+    for (int st = 0; st < p.stages(); ++st) {
+      for (int m = 0; m < M; m += 2) s.copy[link[p.stage_device[st]]].push_back({OpType::kO, st, m});
+    }
+    for (int st = p.stages() - 1; st >= 0; --st) {
+      for (int m = 0; m < M; m += 2) s.copy[link[p.stage_device[st]]].push_back({OpType::kR, st, m});
+    }
+    StatusOr<SimResult> r = Simulate(p, s);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    const CheckReport rep = CheckSchedule(p, ToTimed(p, s, *r));
+    EXPECT_TRUE(rep.valid()) << rep.errors.front();
+    EXPECT_NEAR(rep.makespan, r->makespan, 1e-9);
+    EXPECT_NEAR(rep.device_span, r->device_span, 1e-9);
+    for (int d = 0; d < D; ++d) EXPECT_NEAR(rep.peak_memory[d], r->peak_memory[d], 1e-9);
+  }
+}
+
+}  // namespace
+}  // namespace optpipe

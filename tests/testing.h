@@ -1,0 +1,37 @@
+// Test helpers: small problems built in code, random heterogeneous problems,
+// and brute-force enumeration of every per-device order of a tiny problem.
+#pragma once
+
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/format.h"
+#include "core/problem.h"
+#include "core/schedule.h"
+
+namespace optpipe::testing {
+
+// A problem from a JSON body (the "format" field is added); aborts the test on error.
+Problem MakeProblem(const std::string& json_fields);
+
+// Unit-time problem: F=B=W=1 (fused B = b+w), comm 0, activation 1.
+Problem UnitProblem(int devices, int microbatches, bool split_backward);
+
+// Random heterogeneous problem: times in [0.5, 2], comm in [0, 0.3], activation memory,
+// optional offload; no memory limit unless `limit_factor` > 0 (limit = static +
+// limit_factor * sum of a stage's activations over M).
+Problem RandomProblem(std::mt19937& rng, int devices, int microbatches, int v = 1,
+                      bool split_backward = true, bool offload = false);
+
+// Calls fn(schedule) for every combination of per-device compute orders that
+// respect each (stage, micro-batch)'s own F -> B -> W order. With `offload`,
+// also every subset of offloaded activations and every order of its O/R ops per
+// host link that keeps each O before its R. Only for tiny problems.
+void ForEachSchedule(const Problem& p, bool offload, const std::function<void(const Schedule&)>& fn);
+
+// Path of a bundled example problem (tests/cases/NAME.json).
+std::string CasePath(const std::string& name);
+
+}  // namespace optpipe::testing

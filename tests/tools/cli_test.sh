@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# End-to-end checks of the optpipe CLI: exit codes, messages and the
+# schedule -> validate round trip. Usage: cli_test.sh OPTPIPE SOURCE_DIR
+set -u
+bin=$1
+src=$2
+cases=$src/tests/cases
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+# expect CODE DESCRIPTION -- command...; also greps stderr+stdout for $want if set.
+expect() {
+  local code=$1 what=$2
+  shift 3
+  "$@" >"$tmp/out" 2>&1
+  local rc=$?
+  if [ "$rc" -ne "$code" ]; then
+    echo "FAIL: $what: exit $rc, expected $code"; sed 's/^/    /' "$tmp/out"; failed=$((failed + 1)); return
+  fi
+  if [ -n "${want:-}" ] && ! grep -qF -- "$want" "$tmp/out"; then
+    echo "FAIL: $what: output lacks '$want'"; sed 's/^/    /' "$tmp/out"; failed=$((failed + 1)); return
+  fi
+  passed=$((passed + 1))
+}
+
+json_field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
+
+# schedule -> validate agree on the makespan.
+want="" expect 0 "schedule 1f1b" -- "$bin" schedule "$cases/unit-4x8.json" --method 1f1b -o "$tmp/s.json"
+want='"valid": true' expect 0 "validate 1f1b" -- "$bin" validate "$cases/unit-4x8.json" "$tmp/s.json" --json
+m_sched=$(json_field "$tmp/s.json" makespan)
+"$bin" validate "$cases/unit-4x8.json" "$tmp/s.json" --json >"$tmp/v.json"
+m_val=$(json_field "$tmp/v.json" makespan)
+if [ "$m_sched" = "$m_val" ] && [ "$m_sched" = "30.0" ]; then passed=$((passed + 1)); else
+  echo "FAIL: makespan schedule=$m_sched validate=$m_val (expected 30.0)"; failed=$((failed + 1)); fi
+
+# Corrupting any one op's time makes validate exit 1 naming that op: its end
+# alone (a wrong duration), or the whole op moved earlier (the simulator's
+# schedule is as early as it can be, so that breaks a rule or a metric).
+python3 - "$tmp/s.json" "$tmp" <<'PY' >"$tmp/corrupted.txt"
+import copy, json, sys
+s = json.load(open(sys.argv[1]))
+for i, op in enumerate(s["ops"]):
+    for how in ("end", "shift"):
+        bad = copy.deepcopy(s)
+        o = bad["ops"][i]
+        if how == "end":
+            o["end"] += 0.25
+        else:
+            o["start"] -= 0.25
+            o["end"] -= 0.25
+        path = f"{sys.argv[2]}/bad-{how}-{i}.json"
+        json.dump(bad, open(path, "w"))
+        print(path, how, f'{op["stage"]}{op["type"]}{op["microbatch"]}')
+PY
+while read -r path how name; do
+  want="op $name" expect 1 "op $name corrupted ($how)" -- "$bin" validate "$cases/unit-4x8.json" "$path"
+done <"$tmp/corrupted.txt"
+[ "$(wc -l <"$tmp/corrupted.txt")" -eq 192 ] || { echo "FAIL: expected 192 corrupted files"; failed=$((failed + 1)); }
+
+# Every bundled case loads (bound reads the problem).
+for f in "$cases"/*.json; do
+  want="lower bound" expect 0 "bound $(basename "$f")" -- "$bin" bound "$f"
+done
+want='"bound": 27.0' expect 0 "bound --json" -- "$bin" bound "$cases/unit-4x8.json" --json
+
+# Malformed problems: exit 2 naming the field.
+mk() { echo "{\"format\": \"optpipe-problem/1\", \"devices\": 4, \"microbatches\": 8, $1}" >"$tmp/p.json"; }
+mk '"stage_time": {"f": -1, "b": 1}'
+want="stage_time.f[0]" expect 2 "negative time" -- "$bin" schedule "$tmp/p.json" --method 1f1b
+mk '"stage_time": {"f": [1, 1, 1], "b": 1}'
+want="stage_time.f" expect 2 "stage array of wrong length" -- "$bin" bound "$tmp/p.json"
+mk '"stage_time": {"f": 1, "b": 1}, "memory": {"static": 12, "limit": [20, 20, 20, 10]}'
+want="memory.limit[3]" expect 2 "limit below static" -- "$bin" validate "$tmp/p.json" "$tmp/s.json"
+want="cannot open" expect 2 "missing file" -- "$bin" bound "$tmp/none.json"
+echo '{"format": "optpipe-schedule/1", "ops": [{"device": 0}]}' >"$tmp/bad-s.json"
+want="ops[0].stream" expect 2 "malformed schedule" -- "$bin" validate "$cases/unit-4x8.json" "$tmp/bad-s.json"
+
+# Not applicable / infeasible: exit 3 with the reason.
+want="not applicable" expect 3 "1f1b on vshape" -- "$bin" schedule "$cases/unit-4x8-vshape.json" --method 1f1b
+want="needs peak memory" expect 3 "1f1b over memory" -- "$bin" schedule "$cases/llama-8dev-offload.json" --method 1f1b
+want="unknown method" expect 2 "unknown method" -- "$bin" schedule "$cases/unit-4x8.json" --method nope
+want="[not applicable" expect 0 "methods PROBLEM" -- "$bin" methods "$cases/unit-4x8-vshape.json"
+want="" expect 2 "no subcommand" -- "$bin"
+want="validate" expect 0 "--help" -- "$bin" --help
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
