@@ -28,6 +28,28 @@ const std::vector<MethodInfo>& Methods() {
        Always, BuildGPipe},
       {"1f1b", "1F1B / PipeDream-Flush: warm-up, one forward one backward, drain (Narayanan et al. 2021)",
        OneStagePerDevice, BuildOneFOneB},
+      {"1f1b-i", "interleaved 1F1B, v chunks per device, group size g (Narayanan et al. 2021)",
+       Interleaved1F1BApplies, BuildInterleaved1F1B},
+      {"zb-h1", "Zero Bubble H1: W fills the drain bubbles at 1F1B memory (Qi et al. 2023)",
+       ZeroBubbleApplies, BuildZBH1},
+      {"zb-h2", "Zero Bubble H2: deeper warm-up, zero bubble per device (Qi et al. 2023)",
+       ZeroBubbleApplies, BuildZBH2},
+      {"zb-v", "ZB-V: two chunks in a V, zero bubble at 1F1B memory (Qi et al. 2024)",
+       VShapeApplies, BuildZBV},
+      {"v-half", "V-Half: V-shape at half of 1F1B's activation memory (Qi et al. 2024)",
+       VShapeApplies, BuildVHalf},
+      {"v-min", "V-Min: V-shape at a third of 1F1B's activation memory (Qi et al. 2024)",
+       VShapeApplies, BuildVMin},
+      {"gis", "GIS: interleaved schedule of uniform memory, the PipeOffload base (Wan et al. 2025)",
+       GisApplies, BuildGIS},
+      {"gis-h", "GIS-H: GIS with a shortened warm-up, lower peak (Wan et al. 2025)",
+       GisApplies, BuildGISH},
+      {"po-h", "PipeOffload PO-H: offload the long-lived activations of GIS-H (Wan et al. 2025)",
+       PipeOffloadApplies, BuildPOH},
+      {"po-f", "PipeOffload PO-F: offload every activation, minimal memory (Wan et al. 2025)",
+       PipeOffloadApplies, BuildPOF},
+      {"adaoffload", "AdaOffload: densest warm-up memory allows, PipeOffload rules after (OptPipe App. D)",
+       AdaOffloadApplies, BuildAdaOffload},
   };
   return kMethods;
 }
@@ -47,6 +69,7 @@ StatusOr<Solution> RunMethod(const Problem& p, const std::string& name) {
   }
   StatusOr<Schedule> sched = method->build(p);
   if (!sched.ok()) return Status(sched.status().code(), name + ": " + sched.status().message());
+  sched->method = name;
   StatusOr<SimResult> sim = Simulate(p, *sched);
   if (!sim.ok()) {
     if (sim.status().code() != StatusCode::kInfeasible || !p.memory_limit) {

@@ -39,8 +39,33 @@ const MethodInfo* FindMethod(const std::string& name);
 
 StatusOr<Solution> RunMethod(const Problem& p, const std::string& name);
 
-// Generators (one file each).
+// Generators, one file per family. A builder may simulate candidate settings
+// of its knobs (warm-up depth, group size, offloaded stages) to pick the best
+// that fits memory; it returns kInfeasible, with the memory it would need,
+// when none does.
 StatusOr<Schedule> BuildGPipe(const Problem& p);
 StatusOr<Schedule> BuildOneFOneB(const Problem& p);
+// heuristics/interleaved_1f1b.cc
+Status Interleaved1F1BApplies(const Problem& p);
+StatusOr<Schedule> BuildInterleaved1F1B(const Problem& p);
+// heuristics/zero_bubble.cc
+Status ZeroBubbleApplies(const Problem& p);
+StatusOr<Schedule> BuildZBH1(const Problem& p);
+StatusOr<Schedule> BuildZBH2(const Problem& p);
+// heuristics/v_schedules.cc
+Status VShapeApplies(const Problem& p);
+StatusOr<Schedule> BuildZBV(const Problem& p);
+StatusOr<Schedule> BuildVHalf(const Problem& p);
+StatusOr<Schedule> BuildVMin(const Problem& p);
+// heuristics/pipe_offload.cc
+Status GisApplies(const Problem& p);
+Status PipeOffloadApplies(const Problem& p);
+StatusOr<Schedule> BuildGIS(const Problem& p);
+StatusOr<Schedule> BuildGISH(const Problem& p);
+StatusOr<Schedule> BuildPOH(const Problem& p);
+StatusOr<Schedule> BuildPOF(const Problem& p);
+// heuristics/adaoffload.cc
+Status AdaOffloadApplies(const Problem& p);
+StatusOr<Schedule> BuildAdaOffload(const Problem& p);
 
 }  // namespace optpipe

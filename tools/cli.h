@@ -1,0 +1,47 @@
+// Shared pieces of the optpipe CLI: exit codes, error reporting, and the
+// registration hook every subcommand file provides.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+#include "core/problem.h"
+#include "core/status.h"
+#include "heuristics/method.h"
+
+namespace optpipe::cli {
+
+// The same for every subcommand.
+enum Exit { kOk = 0, kInvalid = 1, kBadInput = 2, kNotApplicable = 3 };
+
+int ExitFor(const Status& st);
+// Prints "optpipe: <message>" on stderr and returns the exit code for it.
+int Fail(const Status& st);
+
+// A subcommand adds itself to `app` and returns what runs it once parsed.
+struct Command {
+  CLI::App* sub;
+  std::function<int()> run;
+};
+Command AddSchedule(CLI::App& app);  // tools/cmd_schedule.cc
+Command AddValidate(CLI::App& app);  // tools/cmd_validate.cc
+Command AddBound(CLI::App& app);     // tools/cmd_bound.cc
+Command AddMethods(CLI::App& app);   // tools/cmd_methods.cc
+
+// Options every way of solving shares (flags map onto these).
+struct SolveOptions {
+  double time_limit_s = 1.0;  // wall-clock budget for methods that search
+};
+
+// Every method the CLI can run: the heuristics registry plus the composite and
+// exact methods the tools layer wires together. The result is simulated and checked.
+StatusOr<Solution> Solve(const Problem& p, const std::string& method, const SolveOptions& opt);
+// Method names Solve accepts, with one line each, and their applicability.
+struct MethodLine {
+  std::string name, summary;
+  Status applies;
+};
+std::vector<MethodLine> ListMethods(const Problem* p);
+
+}  // namespace optpipe::cli

@@ -1,0 +1,43 @@
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "core/format.h"
+#include "core/lower_bound.h"
+#include "tools/cli.h"
+
+namespace optpipe::cli {
+
+Command AddBound(CLI::App& app) {
+  struct Args {
+    std::string problem;
+    bool json = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* sub = app.add_subcommand("bound", "Print a provable lower bound on the problem's objective");
+  sub->add_option("problem", args->problem, "optpipe-problem/1 JSON file")->required();
+  sub->add_flag("--json", args->json, "Print {bound, device_bound, critical_path, binding_device}");
+  sub->footer(
+      "The bound ignores memory (limits only delay ops): the busiest device's work plus the\n"
+      "unavoidable fill before its first op and drain after its last, and one micro-batch's\n"
+      "critical path. See core/lower_bound.h for the proof.");
+  return {sub, [args] {
+            StatusOr<Problem> p = LoadProblem(args->problem);
+            if (!p.ok()) return Fail(p.status());
+            const LowerBound lb = ComputeLowerBound(*p);
+            if (args->json) {
+              std::cout << nlohmann::json{{"bound", lb.value}, {"device_bound", lb.device_bound},
+                                          {"critical_path", lb.critical_path},
+                                          {"binding_device", lb.binding_device}}
+                               .dump(1)
+                        << "\n";
+            } else {
+              std::cout << "lower bound " << lb.value << " (device bound " << lb.device_bound
+                        << " on device " << lb.binding_device << ", critical path "
+                        << lb.critical_path << ")\n";
+            }
+            return int{kOk};
+          }};
+}
+
+}  // namespace optpipe::cli
