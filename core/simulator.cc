@@ -40,47 +40,53 @@ Status Simulator::CheckStructure(const Schedule& s) {
   std::vector<char>& seen = seen_;
   seen.assign(space_.size(), 0);
   offloaded_.assign(static_cast<std::size_t>(p.stages()) * p.microbatches, 0);
+  std::size_t count = 0;
   for (int r = 0; r < lanes; ++r) {
     const bool compute = r < p.devices;
-    const std::string lane = compute ? "device " + std::to_string(r)
-                                     : "host link " + std::to_string(r - p.devices);
+    const auto lane_name = [&] {
+      return compute ? "device " + std::to_string(r) : "host link " + std::to_string(r - p.devices);
+    };
     for (const Op& op : Lane(s, r)) {
-      const std::string name = ToString(op);
+      // Messages are built only on the error paths: this loop runs on every simulation.
+      const auto bad = [&](const std::string& why) {
+        return InvalidArgument(lane_name() + ": op " + ToString(op) + why);
+      };
       if (!space_.Contains(op)) {
-        return InvalidArgument(lane + ": op " + name + " is outside the problem's " +
-                               std::to_string(p.stages()) + " stages x " +
-                               std::to_string(p.microbatches) + " micro-batches");
+        return bad(" is outside the problem's " + std::to_string(p.stages()) + " stages x " +
+                   std::to_string(p.microbatches) + " micro-batches");
       }
-      if (IsCompute(op.type) != compute) {
-        return InvalidArgument(lane + ": op " + name + " does not belong on this kind of lane");
-      }
-      if (op.type == OpType::kW && !p.split_backward) {
-        return InvalidArgument(lane + ": op " + name + " but the problem fuses W into B");
-      }
-      if (IsCopy(op.type) && !p.offload_allowed()) {
-        return InvalidArgument(lane + ": op " + name + " but the problem allows no offload");
-      }
+      if (IsCompute(op.type) != compute) return bad(" does not belong on this kind of lane");
+      if (op.type == OpType::kW && !p.split_backward) return bad(" but the problem fuses W into B");
+      if (IsCopy(op.type) && !p.offload_allowed()) return bad(" but the problem allows no offload");
       const int d = DeviceOf(p, op);
       if (compute ? d != r : link_of_device_[d] != r - p.devices) {
-        return InvalidArgument(lane + ": op " + name + " belongs to device " + std::to_string(d) +
-                               (compute ? "" : " (host link " + std::to_string(link_of_device_[d]) + ")"));
+        return bad(" belongs to device " + std::to_string(d) +
+                   (compute ? "" : " (host link " + std::to_string(link_of_device_[d]) + ")"));
       }
       char& mark = seen[space_.Index(op)];
-      if (mark) return InvalidArgument(lane + ": op " + name + " appears twice");
+      if (mark) return bad(" appears twice");
       mark = 1;
+      ++count;
       if (op.type == OpType::kO) {
         offloaded_[static_cast<std::size_t>(op.stage) * p.microbatches + op.microbatch] = 1;
       }
     }
   }
-  for (const Op& op : AllOps(p, offloaded_)) {
-    if (!seen[space_.Index(op)]) {
-      return InvalidArgument("op " + ToString(op) + " is missing from the schedule");
+  // Counting keeps the common (valid) case linear without building the op list.
+  const std::size_t sm = static_cast<std::size_t>(p.stages()) * p.microbatches;
+  std::size_t offloads = 0;
+  for (std::size_t k = 0; k < sm; ++k) {
+    offloads += offloaded_[k];
+    if (seen[4 * sm + k] && !offloaded_[k]) {
+      return InvalidArgument("op " + ToString(space_.At(static_cast<int>(4 * sm + k))) +
+                             " reloads an activation never offloaded");
     }
   }
-  for (int i = 0; i < space_.size(); ++i) {
-    if (seen[i] && space_.At(i).type == OpType::kR && !offloaded_[i % (p.stages() * p.microbatches)]) {
-      return InvalidArgument("op " + ToString(space_.At(i)) + " reloads an activation never offloaded");
+  if (count != sm * (p.split_backward ? 3 : 2) + 2 * offloads) {
+    for (const Op& op : AllOps(p, offloaded_)) {
+      if (!seen[space_.Index(op)]) {
+        return InvalidArgument("op " + ToString(op) + " is missing from the schedule");
+      }
     }
   }
   return OkStatus();
