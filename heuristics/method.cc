@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/checker.h"
+#include "heuristics/list_scheduler.h"
 
 namespace optpipe {
 namespace {
@@ -48,6 +49,8 @@ const std::vector<MethodInfo>& Methods() {
        PipeOffloadApplies, BuildPOH},
       {"po-f", "PipeOffload PO-F: offload every activation, minimal memory (Wan et al. 2025)",
        PipeOffloadApplies, BuildPOF},
+      {"list", "memory- and offload-aware list scheduler, best of a few warm-up/W/offload settings",
+       Always, BuildList},
       {"adaoffload", "AdaOffload: densest warm-up memory allows, PipeOffload rules after (OptPipe App. D)",
        AdaOffloadApplies, BuildAdaOffload},
   };

@@ -1,6 +1,6 @@
 #include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/format.h"
 #include "core/lower_bound.h"
@@ -8,6 +8,15 @@
 
 namespace optpipe::cli {
 namespace {
+
+// A short rendering for people: 6 significant digits, no float noise.
+std::string Brief(const std::vector<double>& v) {
+  std::ostringstream os;
+  os << "[";
+  for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+  os << "]";
+  return os.str();
+}
 
 struct Args {
   std::string problem, method = "1f1b", out;
@@ -35,7 +44,7 @@ int Run(const Args& a) {
   std::cerr << "optpipe: " << a.method << ": makespan " << sol->sim.makespan << ", device_span "
             << sol->sim.device_span << ", bound " << *t.info.bound << " (gap " << 100 * *t.info.gap
             << "%), bubble " << 100 * sol->sim.bubble_ratio << "%, peak memory "
-            << nlohmann::json(sol->sim.peak_memory).dump() << "\n";
+            << Brief(sol->sim.peak_memory) << "\n";
   return kOk;
 }
 

@@ -1,5 +1,5 @@
 // Simulator throughput (ops/s) on 1F1B and GPipe schedules of growing size.
-// Run: build/bin/optpipe_bench_sim
+// Run: build/bin/optpipe_bench_simulator
 #include <benchmark/benchmark.h>
 
 #include "core/simulator.h"

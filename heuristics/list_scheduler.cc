@@ -1,0 +1,390 @@
+#include "heuristics/list_scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <queue>
+#include <optional>
+#include <vector>
+
+#include "core/simulator.h"
+
+namespace optpipe {
+namespace {
+
+struct Event {
+  double t;
+  int kind;  // 0: an op ends (frees first), 1: a lane looks for work
+  int id;    // op index or lane
+  bool operator>(const Event& o) const {
+    if (t != o.t) return t > o.t;
+    if (kind != o.kind) return kind > o.kind;
+    return id > o.id;
+  }
+};
+
+// A ready op with its ordering key (smaller first).
+struct Ready {
+  double key1, key2;
+  int op;
+  bool operator>(const Ready& o) const {
+    if (key1 != o.key1) return key1 > o.key1;
+    if (key2 != o.key2) return key2 > o.key2;
+    return op > o.op;
+  }
+};
+template <typename T>
+using MinHeap = std::priority_queue<T, std::vector<T>, std::greater<T>>;
+
+class ListScheduler {
+ public:
+  ListScheduler(const Problem& p, const ListOptions& opt)
+      : p_(p), opt_(opt), sp_(p.op_space()), S_(p.stages()), M_(p.microbatches), D_(p.devices),
+        link_(LinkOfDevice(p)) {}
+
+  StatusOr<Schedule> Run();
+
+ private:
+  void Prepare();
+  void Release(int op, double t);  // all predecessors done; ready at t
+  void Finish(int op, double t);
+  void DispatchDevice(int d, double t);
+  void DispatchLink(int l, double t);
+  void Start(int op, int lane, double t);
+  bool Fits(int d, double amount, double reserve) const {
+    return !limit_ || mem_[d] + amount + reserve <= (*limit_)[d] + 1e-9 * std::max(1.0, (*limit_)[d]);
+  }
+  double TailB(int s) const { return tail_b_[s]; }
+
+  const Problem& p_;
+  const ListOptions opt_;
+  const OpSpace sp_;
+  const int S_, M_, D_;
+  const std::vector<int> link_;
+  const std::vector<double>* limit_ = nullptr;
+
+  Schedule out_;
+  MinHeap<Event> events_;
+  std::vector<int> pending_;        // unfinished predecessors per op
+  std::vector<double> ready_at_;    // max(pred end + lag)
+  std::vector<char> offloaded_;     // [s*M+m]
+  std::vector<int> cap_;            // warm-up depth per stage
+  std::vector<int> inflight_;       // F started, B not ended, per stage
+  std::vector<int> b_started_;      // B started per stage
+  std::vector<double> tail_b_;      // backward chain from B(s) to the end
+  std::vector<double> period_;      // one micro-batch of work per device
+  std::vector<double> reserve_;     // per stage: room kept for deeper stages on its device
+  std::vector<char> pressure_;      // device cannot hold its warm-up in memory
+  std::vector<double> mem_;
+  std::vector<int> busy_;           // per lane: running op or -1
+  std::vector<MinHeap<Ready>> future_;  // per lane: released, waiting for comm lag
+  std::vector<MinHeap<Ready>> ready_b_, ready_f_, ready_w_;  // per device
+  std::vector<std::vector<int>> ready_o_;  // per link, FIFO
+  std::vector<std::vector<int>> wait_r_;   // per link: reloads whose O is done
+  std::vector<double> pending_reload_;     // per device: largest offloaded-not-reloaded size
+  std::vector<Ready> skipped_;             // scratch for DispatchDevice
+  std::size_t total_ = 0, done_ = 0;
+};
+
+void ListScheduler::Prepare() {
+  if (p_.memory_limit) limit_ = &*p_.memory_limit;
+  out_ = Schedule::Empty(p_, "list");
+  const int n = sp_.size();
+  pending_.assign(n, 0);
+  ready_at_.assign(n, 0.0);
+  offloaded_.assign(static_cast<std::size_t>(S_) * M_, 0);
+  inflight_.assign(S_, 0);
+  b_started_.assign(S_, 0);
+  mem_ = p_.static_memory;
+  const int lanes = D_ + static_cast<int>(p_.host_links.size());
+  busy_.assign(lanes, -1);
+  future_.assign(lanes, {});
+  ready_b_.assign(D_, {});
+  ready_f_.assign(D_, {});
+  ready_w_.assign(D_, {});
+  ready_o_.assign(p_.host_links.size(), {});
+  wait_r_.assign(p_.host_links.size(), {});
+  pending_reload_.assign(D_, 0.0);
+
+  tail_b_.assign(S_, 0.0);
+  for (int s = 0; s < S_; ++s) {
+    tail_b_[s] = Duration(p_, Op{OpType::kB, s, 0}) + (s > 0 ? CommTime(p_, s - 1) + tail_b_[s - 1] : 0);
+  }
+  period_.assign(D_, 0.0);
+  for (int s = 0; s < S_; ++s) period_[p_.stage_device[s]] += p_.f[s] + p_.b[s] + p_.w[s];
+  // Warm-up depth: micro-batches the device works through while micro-batch 0
+  // goes from F(s) to the last stage and back to B(s) (1F1B: S - s).
+  cap_.assign(S_, 1);
+  for (int s = 0; s < S_; ++s) {
+    double trip = 0;
+    for (int u = s; u < S_; ++u) {
+      trip += p_.f[u] + (u > s ? Duration(p_, Op{OpType::kB, u, 0}) : 0.0);
+      if (u + 1 < S_) trip += 2 * CommTime(p_, u);
+    }
+    const int d = p_.stage_device[s];
+    double per_mb = 0;
+    for (int u = 0; u < S_; ++u) {
+      if (p_.stage_device[u] == d) per_mb += p_.f[u] + Duration(p_, Op{OpType::kB, u, 0});
+    }
+    const double depth = std::ceil(trip / std::max(per_mb, 1e-12) - 1e-9);
+    cap_[s] = std::clamp(static_cast<int>(std::lround(opt_.warmup_scale * depth)), 1, M_);
+  }
+  reserve_.assign(S_, 0.0);
+  for (int s = 0; s < S_; ++s) {
+    for (int u = s + 1; u < S_; ++u) {
+      if (p_.stage_device[u] == p_.stage_device[s]) reserve_[s] = std::max(reserve_[s], p_.activation[u]);
+    }
+  }
+  pressure_.assign(D_, 0);
+  if (limit_) {
+    std::vector<double> need = p_.static_memory;
+    for (int s = 0; s < S_; ++s) need[p_.stage_device[s]] += cap_[s] * p_.activation[s];
+    for (int d = 0; d < D_; ++d) pressure_[d] = need[d] > (*limit_)[d];
+  }
+
+  // Predecessor counts; ops without predecessors (F of stage 0) are released at 0.
+  for (int s = 0; s < S_; ++s) {
+    for (int m = 0; m < M_; ++m) {
+      pending_[sp_.Index(OpType::kF, s, m)] = s > 0 ? 1 : 0;
+      pending_[sp_.Index(OpType::kB, s, m)] = 1 + (s + 1 < S_ ? 1 : 0);
+      pending_[sp_.Index(OpType::kW, s, m)] = 1;
+      total_ += p_.split_backward ? 3 : 2;
+    }
+  }
+  for (int m = 0; m < M_; ++m) Release(sp_.Index(OpType::kF, 0, m), 0.0);
+}
+
+void ListScheduler::Release(int i, double t) {
+  const Op op = sp_.At(i);
+  const int d = p_.stage_device[op.stage];
+  const int lane = IsCompute(op.type) ? d : D_ + link_[d];
+  future_[lane].push({t, 0, i});
+  events_.push({t, 1, lane});
+}
+
+void ListScheduler::Start(int i, int lane, double t) {
+  const Op op = sp_.At(i);
+  const int d = p_.stage_device[op.stage];
+  mem_[d] += Allocates(p_, op);
+  busy_[lane] = i;
+  if (lane < D_) {
+    out_.compute[lane].push_back(op);
+  } else {
+    out_.copy[lane - D_].push_back(op);
+  }
+  if (op.type == OpType::kF) ++inflight_[op.stage];
+  if (op.type == OpType::kB) {
+    ++b_started_[op.stage];
+    if (p_.offload) events_.push({t, 1, D_ + link_[d]});  // a reload may now be due
+  }
+  if (op.type == OpType::kR) {
+    pending_reload_[d] = 0;  // recomputed lazily below from what stays offloaded
+    for (int r : wait_r_[link_[d]]) {
+      const Op q = sp_.At(r);
+      if (p_.stage_device[q.stage] == d) pending_reload_[d] = std::max(pending_reload_[d], p_.offloadable[q.stage]);
+    }
+  }
+  events_.push({t + Duration(p_, op), 0, i});
+}
+
+void ListScheduler::Finish(int i, double t) {
+  const Op op = sp_.At(i);
+  const int s = op.stage, m = op.microbatch, d = p_.stage_device[s];
+  const int lane = IsCompute(op.type) ? d : D_ + link_[d];
+  ++done_;
+  busy_[lane] = -1;
+  events_.push({t, 1, lane});
+  if (const double fr = Frees(p_, op); fr > 0) {
+    mem_[d] -= fr;
+    events_.push({t, 1, d});
+    if (p_.offload) events_.push({t, 1, D_ + link_[d]});
+  }
+  const auto done_pred = [&](OpType ty, int st, double lag) {
+    const int q = sp_.Index(ty, st, m);
+    ready_at_[q] = std::max(ready_at_[q], t + lag);
+    if (--pending_[q] == 0) Release(q, ready_at_[q]);
+  };
+  switch (op.type) {
+    case OpType::kF: {
+      // Offload the activation if the device is short of memory and its
+      // backward is far enough ahead to hide the round trip.
+      if (opt_.offload && p_.offload && pressure_[d] && s + 1 < S_) {
+        const double round_trip = 2 * (*p_.offload)[s];
+        const double ahead = (m - b_started_[s]) * period_[d];
+        if (ahead >= round_trip) {
+          offloaded_[static_cast<std::size_t>(s) * M_ + m] = 1;
+          ++pending_[sp_.Index(OpType::kB, s, m)];
+          pending_[sp_.Index(OpType::kO, s, m)] = 0;
+          pending_[sp_.Index(OpType::kR, s, m)] = 1;
+          total_ += 2;
+          Release(sp_.Index(OpType::kO, s, m), t);
+        }
+      }
+      if (s + 1 < S_) done_pred(OpType::kF, s + 1, CommTime(p_, s));
+      done_pred(OpType::kB, s, 0.0);
+      break;
+    }
+    case OpType::kB:
+      --inflight_[s];
+      if (s > 0) done_pred(OpType::kB, s - 1, CommTime(p_, s - 1));
+      if (p_.split_backward) done_pred(OpType::kW, s, 0.0);
+      break;
+    case OpType::kO: {
+      const int r = sp_.Index(OpType::kR, s, m);
+      pending_[r] = 0;
+      wait_r_[link_[d]].push_back(r);
+      pending_reload_[d] = std::max(pending_reload_[d], p_.offloadable[s]);
+      break;
+    }
+    case OpType::kR: done_pred(OpType::kB, s, 0.0); break;
+    case OpType::kW: break;
+  }
+}
+
+void ListScheduler::DispatchDevice(int d, double t) {
+  auto& fut = future_[d];
+  while (!fut.empty() && fut.top().key1 <= t) {
+    const int i = fut.top().op;
+    fut.pop();
+    const Op op = sp_.At(i);
+    switch (op.type) {
+      case OpType::kB: ready_b_[d].push({-TailB(op.stage), double(op.microbatch), i}); break;
+      case OpType::kF: ready_f_[d].push({double(op.microbatch), -double(op.stage), i}); break;
+      default: ready_w_[d].push({double(op.microbatch), -double(op.stage), i}); break;
+    }
+  }
+  if (!fut.empty()) events_.push({fut.top().key1, 1, d});
+  if (busy_[d] >= 0) return;
+  const auto take = [&](MinHeap<Ready>& h) {
+    const int i = h.top().op;
+    h.pop();
+    Start(i, d, t);
+  };
+  if (opt_.eager_w && !ready_w_[d].empty()) return take(ready_w_[d]);
+  if (!ready_b_[d].empty()) return take(ready_b_[d]);
+  // The first F (earliest micro-batch) whose stage is below its warm-up depth
+  // and whose activation fits; the others go back.
+  auto& rf = ready_f_[d];
+  skipped_.clear();
+  int chosen = -1;
+  while (!rf.empty() && chosen < 0) {
+    const Ready r = rf.top();
+    rf.pop();
+    const Op f = sp_.At(r.op);
+    const double reserve = std::max(reserve_[f.stage], pending_reload_[d]);
+    if (inflight_[f.stage] < cap_[f.stage] && Fits(d, p_.activation[f.stage], reserve)) {
+      chosen = r.op;
+    } else {
+      skipped_.push_back(r);
+    }
+  }
+  for (const Ready& r : skipped_) rf.push(r);
+  if (chosen >= 0) return Start(chosen, d, t);
+  if (!ready_w_[d].empty()) return take(ready_w_[d]);
+}
+
+void ListScheduler::DispatchLink(int l, double t) {
+  const int lane = D_ + l;
+  auto& fut = future_[lane];
+  while (!fut.empty() && fut.top().key1 <= t) {
+    ready_o_[l].push_back(fut.top().op);  // only offloads are released through here
+    fut.pop();
+  }
+  if (!fut.empty()) events_.push({fut.top().key1, 1, lane});
+  if (busy_[lane] >= 0) return;
+  // A reload that is due and fits goes first: a backward waits for it.
+  auto& wr = wait_r_[l];
+  int best = -1;
+  for (std::size_t k = 0; k < wr.size(); ++k) {
+    const Op r = sp_.At(wr[k]);
+    const int d = p_.stage_device[r.stage];
+    if (r.microbatch - b_started_[r.stage] >= opt_.reload_lookahead) continue;
+    if (!Fits(d, p_.offloadable[r.stage], 0.0)) continue;
+    if (best < 0 || r.microbatch < sp_.At(wr[best]).microbatch) best = static_cast<int>(k);
+  }
+  if (best >= 0) {
+    const int i = wr[best];
+    wr.erase(wr.begin() + best);
+    return Start(i, lane, t);
+  }
+  if (!ready_o_[l].empty()) {
+    const int i = ready_o_[l].front();
+    ready_o_[l].erase(ready_o_[l].begin());
+    Start(i, lane, t);
+  }
+}
+
+StatusOr<Schedule> ListScheduler::Run() {
+  Prepare();
+  while (!events_.empty()) {
+    const Event ev = events_.top();
+    events_.pop();
+    if (ev.kind == 0) {
+      Finish(ev.id, ev.t);
+    } else if (ev.id < D_) {
+      DispatchDevice(ev.id, ev.t);
+    } else {
+      DispatchLink(ev.id - D_, ev.t);
+    }
+  }
+  if (done_ < total_) {
+    return Infeasible("list scheduling stalled under the memory limit (warm-up scale " +
+                      std::to_string(opt_.warmup_scale) + ")");
+  }
+  return out_;
+}
+
+}  // namespace
+
+StatusOr<Schedule> ListSchedule(const Problem& p, const ListOptions& opt) {
+  return ListScheduler(p, opt).Run();
+}
+
+}  // namespace optpipe
+
+namespace optpipe {
+
+std::vector<ListOptions> ListOptionGrid(const Problem& p) {
+  std::vector<ListOptions> grid;
+  const bool can_offload = p.offload_allowed() && p.memory_limited();
+  for (double scale : {1.0, 1.5, 2.0, 0.5}) {
+    for (bool eager : {false, true}) {
+      if (eager && !p.split_backward) continue;
+      for (bool off : {true, false}) {
+        if (!off && !can_offload) continue;
+        for (int look : {1, 2}) {
+          if (look == 2 && !(off && can_offload)) continue;
+          grid.push_back({scale, eager, off && can_offload, look});
+        }
+      }
+    }
+  }
+  return grid;
+}
+
+StatusOr<Schedule> BuildList(const Problem& p) {
+  Simulator sim(p);
+  std::optional<Schedule> best;
+  double best_obj = 0;
+  Status last = Infeasible("no setting of the list scheduler fits the memory limit");
+  for (const ListOptions& opt : ListOptionGrid(p)) {
+    StatusOr<Schedule> s = ListSchedule(p, opt);
+    if (!s.ok()) {
+      last = s.status();
+      continue;
+    }
+    StatusOr<SimResult> r = sim.Run(*s);
+    if (!r.ok()) {
+      last = r.status();
+      continue;
+    }
+    if (!best || r->objective < best_obj - 1e-12) {
+      best = std::move(*s);
+      best_obj = r->objective;
+    }
+  }
+  if (!best) return last;
+  return *best;
+}
+
+}  // namespace optpipe

@@ -1,0 +1,55 @@
+// ListSchedule: a memory- and offload-aware list scheduler over the op DAG.
+//
+// It generalises AdaOffload (OptPipe, seed 000 App. D) and PipeOffload's
+// selective offload (seed 003 §2) to any placement, heterogeneous stages and
+// both objectives. Time advances event by event; whenever a device is idle it
+// starts the best available op:
+//   1. a W, if W runs eagerly (right after its B);
+//   2. a B, the one with the longest remaining backward chain (critical path);
+//   3. an F, earliest micro-batch first, if its stage has fewer than
+//      warm-up-depth activations in flight and the activation fits in memory
+//      (keeping room for one reload, so the backward can always proceed);
+//   4. a W, to fill what would otherwise be a bubble, or to free memory.
+// When a device is short of memory for its warm-up, activations whose backward
+// lies far enough ahead to hide a round trip (O + R) are offloaded as their F
+// ends (the longest-lived first, as PipeOffload prefers), and reloaded just in
+// time: when fewer than `reload_lookahead` backwards of their stage remain
+// before theirs. Copies of devices sharing a host link take turns on it.
+//
+// Cost: O(N log N) for N ops (heaps per device), no simulation inside.
+//
+//   ListOptions opt;            // defaults: 1F1B-like warm-up, lazy W
+//   StatusOr<Schedule> s = ListSchedule(problem, opt);
+#pragma once
+
+#include <vector>
+
+#include "core/problem.h"
+#include "core/schedule.h"
+#include "core/status.h"
+
+namespace optpipe {
+
+struct ListOptions {
+  // Warm-up depth of stage s = round(warmup_scale * d_s), where d_s is the
+  // number of micro-batches the device can work on while the first one makes
+  // its round trip from F(s) to B(s) (1F1B's S - s on unit costs), at least 1.
+  double warmup_scale = 1.0;
+  // true: W right after its B (1F1B); false: W fills bubbles (Zero Bubble).
+  bool eager_w = false;
+  // Offload when memory is short and the problem allows it.
+  bool offload = true;
+  // Reload (s,m) once at most this many backwards of stage s precede B(s,m).
+  int reload_lookahead = 1;
+};
+
+// kInfeasible when these options deadlock under the memory limit.
+StatusOr<Schedule> ListSchedule(const Problem& p, const ListOptions& opt);
+
+// The settings BuildList tries: warm-up scales, eager/lazy W, offload on/off
+// and reload look-ahead (only where they make a difference for `p`).
+std::vector<ListOptions> ListOptionGrid(const Problem& p);
+// The best simulated schedule over ListOptionGrid (the "list" method).
+StatusOr<Schedule> BuildList(const Problem& p);
+
+}  // namespace optpipe

@@ -1,0 +1,112 @@
+#include "heuristics/list_scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include "core/checker.h"
+#include "core/lower_bound.h"
+#include "core/simulator.h"
+#include "heuristics/method.h"
+#include "tests/testing.h"
+
+namespace optpipe {
+namespace {
+
+SimResult Timed(const Problem& p, const Schedule& s) {
+  StatusOr<SimResult> r = Simulate(p, s);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  const CheckReport rep = CheckSchedule(p, ToTimed(p, s, *r));
+  EXPECT_TRUE(rep.valid()) << rep.errors.front();
+  return *r;
+}
+
+// On unit costs the lazy-W list schedule is ZB-H1-like: it meets the lower
+// bound (D - 1) + 3M, which is therefore optimal; fused it is 1F1B's 33.
+TEST(ListScheduler, MeetsTheBoundOnUnitCosts) {
+  for (auto [D, M] : {std::pair{4, 8}, {8, 16}, {2, 4}}) {
+    Problem split = testing::UnitProblem(D, M, true);
+    StatusOr<Schedule> s = ListSchedule(split, ListOptions{});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    EXPECT_DOUBLE_EQ(Timed(split, *s).makespan, (D - 1) + 3.0 * M);
+    Problem fused = testing::UnitProblem(D, M, false);
+    s = ListSchedule(fused, ListOptions{});
+    ASSERT_TRUE(s.ok());
+    EXPECT_DOUBLE_EQ(Timed(fused, *s).makespan, 3.0 * (M + D - 1));
+  }
+}
+
+// Eager W with 1F1B warm-up reproduces 1F1B's order exactly.
+TEST(ListScheduler, EagerWIsOneFOneB) {
+  Problem p = testing::UnitProblem(4, 8, true);
+  ListOptions opt;
+  opt.eager_w = true;
+  StatusOr<Schedule> s = ListSchedule(p, opt);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->compute, BuildOneFOneB(p)->compute);
+}
+
+TEST(ListScheduler, WarmupDepthBoundsActivationsInFlight) {
+  Problem p = testing::UnitProblem(4, 8, false);
+  for (double scale : {0.5, 1.0, 2.0}) {
+    ListOptions opt;
+    opt.warmup_scale = scale;
+    StatusOr<Schedule> s = ListSchedule(p, opt);
+    ASSERT_TRUE(s.ok());
+    const SimResult r = Timed(p, *s);
+    // Stage 0's depth is round(scale * 4), its activation is 1.
+    EXPECT_LE(r.peak_memory[0], std::max(1.0, std::round(scale * 4)) + 1e-9) << scale;
+  }
+}
+
+// Under a limit that 1F1B cannot meet, the list scheduler offloads long-lived
+// activations and fits; without offload the same limit only fits a shallower
+// warm-up.
+TEST(ListScheduler, OffloadsToFitTheLlamaCase) {
+  StatusOr<Problem> p = LoadProblem(testing::CasePath("llama-8dev-offload"));
+  ASSERT_TRUE(p.ok());
+  StatusOr<Schedule> s = BuildList(*p);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const SimResult r = Timed(*p, *s);
+  std::size_t copies = 0;
+  for (const auto& lane : s->copy) copies += lane.size();
+  EXPECT_GT(copies, 0u);
+  for (int d = 0; d < p->devices; ++d) EXPECT_LE(r.peak_memory[d], 42.0 + 1e-9);
+  EXPECT_LE(r.makespan, 1.05 * ComputeLowerBound(*p).value);
+}
+
+TEST(ListScheduler, RandomProblemsWithLimitsAreValidOrInfeasible) {
+  std::mt19937 rng(5);
+  int valid = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    std::uniform_int_distribution<int> dev(1, 8), mb(1, 32), v(1, 3);
+    Problem p = testing::RandomProblem(rng, dev(rng), mb(rng), v(rng), trial % 2 == 0, trial % 3 != 0);
+    if (trial % 4 == 0) p.placement = "vshape", p.stage_device = *PlaceStages("vshape", p.devices, p.stages_per_device);
+    if (trial % 5 != 0) {  // a limit between one activation per stage and 1F1B's need
+      p.memory_limit.emplace();
+      for (int d = 0; d < p.devices; ++d) {
+        double one = 0;
+        for (int s = 0; s < p.stages(); ++s) {
+          if (p.stage_device[s] == d) one += p.activation[s];
+        }
+        p.memory_limit->push_back(p.static_memory[d] + one * (1.5 + trial % 4));
+      }
+    }
+    StatusOr<Schedule> s = BuildList(p);
+    if (!s.ok()) {
+      EXPECT_EQ(s.status().code(), StatusCode::kInfeasible) << s.status().message();
+      continue;
+    }
+    const SimResult r = Timed(p, *s);
+    EXPECT_GE(r.objective, ComputeLowerBound(p).value - 1e-9);
+    ++valid;
+  }
+  EXPECT_GE(valid, 50);
+}
+
+TEST(ListScheduler, IsDeterministic) {
+  std::mt19937 rng(9);
+  Problem p = testing::RandomProblem(rng, 6, 20, 2, true, true);
+  EXPECT_EQ(ToText(*BuildList(p)), ToText(*BuildList(p)));
+}
+
+}  // namespace
+}  // namespace optpipe
