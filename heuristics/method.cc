@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/checker.h"
+#include "heuristics/auto_method.h"
 #include "heuristics/list_scheduler.h"
 
 namespace optpipe {
@@ -25,6 +26,12 @@ std::string List(const std::vector<double>& v) {
 
 const std::vector<MethodInfo>& Methods() {
   static const std::vector<MethodInfo> kMethods = {
+      {"auto", "best of every applicable method, improved by parallel local search (--time-limit)",
+       Always, nullptr, [](const Problem& p, const SearchOptions& o) -> StatusOr<Schedule> {
+         StatusOr<AutoResult> r = RunAuto(p, o);
+         if (!r.ok()) return r.status();
+         return std::move(r->solution.schedule);
+       }},
       {"gpipe", "GPipe: all forwards, then all backwards (Huang et al. 2019); peak M activations",
        Always, BuildGPipe},
       {"1f1b", "1F1B / PipeDream-Flush: warm-up, one forward one backward, drain (Narayanan et al. 2021)",
@@ -64,16 +71,20 @@ const MethodInfo* FindMethod(const std::string& name) {
   return nullptr;
 }
 
-StatusOr<Solution> RunMethod(const Problem& p, const std::string& name) {
+StatusOr<Solution> RunMethod(const Problem& p, const std::string& name, const SearchOptions& opt) {
   const MethodInfo* method = FindMethod(name);
   if (!method) return NotFound("unknown method '" + name + "' (optpipe methods lists them)");
   if (Status st = method->applicable(p); !st.ok()) {
     return Status(st.code(), name + " is not applicable: " + st.message());
   }
-  StatusOr<Schedule> sched = method->build(p);
+  StatusOr<Schedule> sched = method->search ? method->search(p, opt) : method->build(p);
   if (!sched.ok()) return Status(sched.status().code(), name + ": " + sched.status().message());
-  sched->method = name;
-  StatusOr<SimResult> sim = Simulate(p, *sched);
+  return Certify(p, std::move(*sched), name);
+}
+
+StatusOr<Solution> Certify(const Problem& p, Schedule sched, const std::string& name) {
+  sched.method = name;
+  StatusOr<SimResult> sim = Simulate(p, sched);
   if (!sim.ok()) {
     if (sim.status().code() != StatusCode::kInfeasible || !p.memory_limit) {
       return Status(sim.status().code(), name + ": " + sim.status().message());
@@ -81,7 +92,7 @@ StatusOr<Solution> RunMethod(const Problem& p, const std::string& name) {
     // Say how much memory the schedule would need: simulate it unlimited.
     Problem unlimited = p;
     unlimited.memory_limit.reset();
-    StatusOr<SimResult> free_run = Simulate(unlimited, *sched);
+    StatusOr<SimResult> free_run = Simulate(unlimited, sched);
     std::string need;
     if (free_run.ok()) {
       need = "; it needs peak memory [" + List(free_run->peak_memory) + "] against memory.limit [" +
@@ -89,7 +100,7 @@ StatusOr<Solution> RunMethod(const Problem& p, const std::string& name) {
     }
     return Infeasible(name + " does not fit the memory limit: " + sim.status().message() + need);
   }
-  Solution sol{std::move(*sched), std::move(*sim)};
+  Solution sol{std::move(sched), std::move(*sim)};
   // The checker is independent of the simulator: a disagreement is our bug.
   const CheckReport rep = CheckSchedule(p, ToTimed(p, sol.schedule, sol.sim));
   if (!rep.valid()) return Internal(name + " produced an invalid schedule: " + rep.errors.front());

@@ -18,6 +18,7 @@
 #include "core/schedule.h"
 #include "core/simulator.h"
 #include "core/status.h"
+#include "heuristics/local_search.h"
 
 namespace optpipe {
 
@@ -32,12 +33,20 @@ struct MethodInfo {
   // OK when the method applies to the problem; kNotApplicable saying why otherwise.
   std::function<Status(const Problem&)> applicable;
   std::function<StatusOr<Schedule>(const Problem&)> build;
+  // Methods that search take a budget; when set, RunMethod calls this instead.
+  std::function<StatusOr<Schedule>(const Problem&, const SearchOptions&)> search = nullptr;
 };
 
 const std::vector<MethodInfo>& Methods();
+
+// Times `s` with the simulator and validates it with the independent checker:
+// the last step of every method. A method name prefixes any error.
+StatusOr<Solution> Certify(const Problem& p, Schedule s, const std::string& method);
 const MethodInfo* FindMethod(const std::string& name);
 
-StatusOr<Solution> RunMethod(const Problem& p, const std::string& name);
+// `opt` reaches methods that search (auto); the others ignore it.
+StatusOr<Solution> RunMethod(const Problem& p, const std::string& name,
+                             const SearchOptions& opt = SearchOptions{});
 
 // Generators, one file per family. A builder may simulate candidate settings
 // of its knobs (warm-up depth, group size, offloaded stages) to pick the best

@@ -31,8 +31,11 @@ TEST(Methods, RandomProblemsGiveValidSchedulesOrSayWhyNot) {
     Problem p = testing::RandomProblem(rng, dev(rng), mb(rng), v(rng), trial % 2 == 0);
     if (trial % 3 == 0) p.objective = Objective::kDeviceSpan;
     const double lb = ComputeLowerBound(p).value;
+    SearchOptions quick;  // auto: a deterministic, small search budget
+    quick.max_evaluations = 64;
+    quick.threads = 1;
     for (const MethodInfo& m : Methods()) {
-      StatusOr<Solution> sol = RunMethod(p, m.name);
+      StatusOr<Solution> sol = RunMethod(p, m.name, quick);
       if (!m.applicable(p).ok()) {
         EXPECT_EQ(sol.status().code(), StatusCode::kNotApplicable) << m.name;
         EXPECT_NE(sol.status().message().find("not applicable"), std::string::npos);

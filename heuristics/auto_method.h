@@ -1,0 +1,35 @@
+// RunAuto: the default method. Runs every applicable published schedule and
+// the list scheduler, keeps the best valid one, then improves it with
+// LocalSearch for the rest of the time budget.
+//
+//   SearchOptions opt;  opt.time_limit_s = 1;
+//   StatusOr<AutoResult> r = RunAuto(problem, opt);
+//   // r->seeds says what every method scored, r->winner which one seeded the search.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/problem.h"
+#include "heuristics/local_search.h"
+#include "heuristics/method.h"
+
+namespace optpipe {
+
+struct SeedOutcome {
+  std::string method;
+  Status status;         // OK, not applicable, infeasible
+  double objective = 0;  // when OK
+};
+
+struct AutoResult {
+  Solution solution;
+  std::vector<SeedOutcome> seeds;
+  std::string winner;   // the seed the search started from
+  SearchResult search;  // what the search did (its schedule is `solution`)
+};
+
+// kInfeasible when no method fits the memory limit.
+StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt);
+
+}  // namespace optpipe

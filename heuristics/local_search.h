@@ -1,0 +1,59 @@
+// LocalSearch: improve a schedule by moves on its orders, each move scored by
+// the core simulator.
+//
+// Moves: swap two neighbouring compute ops of a device (changes warm-up depth
+// and where a W sits), shift one op a few places, offload an activation that
+// is kept (O right after its F ends, R just before its B) or keep one that is
+// offloaded, and move a reload earlier or later on its link. Each round draws
+// a batch of moves from a seeded generator, scores them in parallel (TBB) and
+// applies the best strictly better one (ties: lower secondary score — the sum of
+// device spans — then lower batch index). The batch does not depend on the
+// number of threads, so the result depends only on the seed and the budget.
+//
+//   SearchOptions opt;
+//   opt.time_limit_s = 1.0;
+//   StatusOr<SearchResult> r = LocalSearch(problem, start_schedule, opt);
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/problem.h"
+#include "core/schedule.h"
+#include "core/simulator.h"
+#include "core/status.h"
+
+namespace optpipe {
+
+struct SearchOptions {
+  double time_limit_s = 1.0;             // wall clock, for everything the call does
+  std::optional<std::int64_t> max_evaluations;  // deterministic budget (simulations)
+  int threads = 0;                       // 0: TBB's default; 1 reproduces bit for bit
+  std::uint64_t seed = 1;
+  int batch = 32;                        // moves scored per round
+  const std::atomic<bool>* stop = nullptr;  // set to true to interrupt
+  // Called with every new incumbent (already simulated and valid).
+  std::function<void(const Schedule&, const SimResult&)> on_improvement;
+};
+
+// Why the search stopped: the first limit reached.
+enum class SearchStop { kBound, kTimeLimit, kBudget, kInterrupted, kNoMove };
+const char* ToString(SearchStop s);
+
+struct SearchResult {
+  Schedule schedule;
+  SimResult sim;
+  double start_objective = 0;
+  std::int64_t evaluations = 0;
+  int improvements = 0;
+  SearchStop stop = SearchStop::kNoMove;
+  double seconds = 0;
+};
+
+// `start` must simulate (kInvalidArgument / kInfeasible otherwise).
+StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start, const SearchOptions& opt);
+
+}  // namespace optpipe

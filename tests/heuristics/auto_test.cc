@@ -1,0 +1,112 @@
+#include "heuristics/auto_method.h"
+
+#include <gtest/gtest.h>
+
+#include "core/checker.h"
+#include "core/lower_bound.h"
+#include "heuristics/list_scheduler.h"
+#include "tests/testing.h"
+
+namespace optpipe {
+namespace {
+
+SearchOptions Budget(std::int64_t evals, int threads, std::uint64_t seed = 1) {
+  SearchOptions o;
+  o.time_limit_s = 60;  // the budget, not the clock, ends these runs
+  o.max_evaluations = evals;
+  o.threads = threads;
+  o.seed = seed;
+  return o;
+}
+
+Problem Heterogeneous(std::uint32_t seed, bool offload = false) {
+  std::mt19937 rng(seed);
+  return testing::RandomProblem(rng, 4, 10, 1, true, offload);
+}
+
+TEST(LocalSearch, SameSeedOneThreadReproducesExactly) {
+  const Problem p = Heterogeneous(21);
+  const Schedule start = *BuildOneFOneB(p);
+  StatusOr<SearchResult> a = LocalSearch(p, start, Budget(600, 1));
+  StatusOr<SearchResult> b = LocalSearch(p, start, Budget(600, 1));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(ToText(a->schedule), ToText(b->schedule));
+  EXPECT_EQ(a->evaluations, b->evaluations);
+}
+
+// The batch is drawn before it is scored, so thread timing cannot matter.
+TEST(LocalSearch, ManyThreadsGiveTheOneThreadResult) {
+  const Problem p = Heterogeneous(22);
+  const Schedule start = *BuildOneFOneB(p);
+  StatusOr<SearchResult> one = LocalSearch(p, start, Budget(600, 1));
+  StatusOr<SearchResult> many = LocalSearch(p, start, Budget(600, 4));
+  ASSERT_TRUE(one.ok() && many.ok());
+  EXPECT_EQ(ToText(one->schedule), ToText(many->schedule));
+}
+
+TEST(LocalSearch, EveryIncumbentIsValidAndBetter) {
+  const Problem p = Heterogeneous(23);
+  const Schedule start = *BuildOneFOneB(p);
+  SearchOptions opt = Budget(2000, 1);
+  std::vector<double> seen;
+  opt.on_improvement = [&](const Schedule& s, const SimResult& r) {
+    const CheckReport rep = CheckSchedule(p, ToTimed(p, s, r));
+    EXPECT_TRUE(rep.valid()) << rep.errors.front();
+    EXPECT_NEAR(rep.objective, r.objective, 1e-9);
+    seen.push_back(r.objective);
+  };
+  StatusOr<SearchResult> r = LocalSearch(p, start, opt);
+  ASSERT_TRUE(r.ok());
+  EXPECT_GT(r->improvements, 0);  // 1F1B with a lazy-able W always leaves room here
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(r->improvements));
+  double last = r->start_objective;
+  for (double v : seen) {
+    EXPECT_LT(v, last);
+    last = v;
+  }
+  EXPECT_DOUBLE_EQ(last, r->sim.objective);
+  EXPECT_GE(r->sim.objective, ComputeLowerBound(p).value - 1e-9);
+}
+
+TEST(LocalSearch, StopsAtTheBoundAndOnRequest) {
+  const Problem unit = testing::UnitProblem(4, 8, true);
+  StatusOr<SearchResult> r = LocalSearch(unit, *BuildList(unit), Budget(1000, 1));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->stop, SearchStop::kBound);  // list already meets the bound: nothing to do
+  std::atomic<bool> stop{true};
+  SearchOptions opt = Budget(1000, 1);
+  opt.stop = &stop;
+  r = LocalSearch(Heterogeneous(24), *BuildOneFOneB(Heterogeneous(24)), opt);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->stop, SearchStop::kInterrupted);
+}
+
+// auto is never worse than its best seed, and reports every seed.
+TEST(Auto, NeverWorseThanAnySeed) {
+  for (std::uint32_t seed : {31u, 32u, 33u}) {
+    Problem p = Heterogeneous(seed, true);
+    p.memory_limit.emplace();
+    for (int d = 0; d < p.devices; ++d) p.memory_limit->push_back(p.static_memory[d] + 3 * p.activation[d]);
+    StatusOr<AutoResult> r = RunAuto(p, Budget(300, 1));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->seeds.size(), Methods().size() - 1);
+    for (const SeedOutcome& s : r->seeds) {
+      if (s.status.ok()) {
+        EXPECT_LE(r->solution.sim.objective, s.objective + 1e-9) << s.method;
+      }
+    }
+    const CheckReport rep = CheckSchedule(p, ToTimed(p, r->solution.schedule, r->solution.sim));
+    EXPECT_TRUE(rep.valid());
+  }
+}
+
+TEST(Auto, InfeasibleWhenNothingFits) {
+  Problem p = testing::UnitProblem(2, 4, true);
+  p.memory_limit = std::vector<double>{0.5, 0.5};  // not even one activation
+  StatusOr<AutoResult> r = RunAuto(p, Budget(10, 1));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInfeasible);
+}
+
+}  // namespace
+}  // namespace optpipe
