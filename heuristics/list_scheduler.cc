@@ -55,6 +55,25 @@ class ListScheduler {
     return !limit_ || mem_[d] + amount + reserve <= (*limit_)[d] + 1e-9 * std::max(1.0, (*limit_)[d]);
   }
   double TailB(int s) const { return tail_b_[s]; }
+  // Admitting F(s,m') must not starve the reload of the earliest offloaded
+  // activation m0: once the activations whose backward precedes B(m0) have
+  // freed theirs, what later micro-batches hold, plus F and the reload, must fit.
+  bool LeavesRoomForReload(int d, const Op& f) {
+    if (!limit_ || awaiting_reload_[d].empty()) return true;
+    const int k0 = awaiting_reload_[d].front();
+    const int m0 = k0 % M_;
+    auto& hold = holding_[d];
+    double later = 0;
+    std::size_t w = 0;
+    for (int k : hold) {  // drop activations that hold nothing any more
+      if (held_[k] <= 1e-12) continue;
+      hold[w++] = k;
+      if (k % M_ > m0) later += held_[k];
+    }
+    hold.resize(w);
+    return p_.static_memory[d] + later + p_.activation[f.stage] + p_.offloadable[k0 / M_] <=
+           (*limit_)[d] + 1e-9 * std::max(1.0, (*limit_)[d]);
+  }
 
   const Problem& p_;
   const ListOptions opt_;
@@ -81,7 +100,11 @@ class ListScheduler {
   std::vector<MinHeap<Ready>> ready_b_, ready_f_, ready_w_;  // per device
   std::vector<std::vector<int>> ready_o_;  // per link, FIFO
   std::vector<std::vector<int>> wait_r_;   // per link: reloads whose O is done
-  std::vector<double> pending_reload_;     // per device: largest offloaded-not-reloaded size
+  // Per activation (s*M+m): memory it holds now. Per device: activations that
+  // hold memory, and offloaded activations not yet reloaded (micro-batch order).
+  std::vector<double> held_;
+  std::vector<std::vector<int>> holding_;
+  std::vector<std::vector<int>> awaiting_reload_;
   std::vector<Ready> skipped_;             // scratch for DispatchDevice
   std::size_t total_ = 0, done_ = 0;
 };
@@ -104,7 +127,9 @@ void ListScheduler::Prepare() {
   ready_w_.assign(D_, {});
   ready_o_.assign(p_.host_links.size(), {});
   wait_r_.assign(p_.host_links.size(), {});
-  pending_reload_.assign(D_, 0.0);
+  held_.assign(static_cast<std::size_t>(S_) * M_, 0.0);
+  holding_.assign(D_, {});
+  awaiting_reload_.assign(D_, {});
 
   tail_b_.assign(S_, 0.0);
   for (int s = 0; s < S_; ++s) {
@@ -177,12 +202,12 @@ void ListScheduler::Start(int i, int lane, double t) {
     ++b_started_[op.stage];
     if (p_.offload) events_.push({t, 1, D_ + link_[d]});  // a reload may now be due
   }
+  const int key = op.stage * M_ + op.microbatch;
+  if (op.type == OpType::kF) holding_[d].push_back(key);
+  if (const double a = Allocates(p_, op); a > 0) held_[key] += a;
   if (op.type == OpType::kR) {
-    pending_reload_[d] = 0;  // recomputed lazily below from what stays offloaded
-    for (int r : wait_r_[link_[d]]) {
-      const Op q = sp_.At(r);
-      if (p_.stage_device[q.stage] == d) pending_reload_[d] = std::max(pending_reload_[d], p_.offloadable[q.stage]);
-    }
+    auto& ar = awaiting_reload_[d];
+    ar.erase(std::find(ar.begin(), ar.end(), key));
   }
   events_.push({t + Duration(p_, op), 0, i});
 }
@@ -196,6 +221,7 @@ void ListScheduler::Finish(int i, double t) {
   events_.push({t, 1, lane});
   if (const double fr = Frees(p_, op); fr > 0) {
     mem_[d] -= fr;
+    held_[s * M_ + m] -= fr;
     events_.push({t, 1, d});
     if (p_.offload) events_.push({t, 1, D_ + link_[d]});
   }
@@ -217,6 +243,10 @@ void ListScheduler::Finish(int i, double t) {
           pending_[sp_.Index(OpType::kO, s, m)] = 0;
           pending_[sp_.Index(OpType::kR, s, m)] = 1;
           total_ += 2;
+          auto& ar = awaiting_reload_[d];
+          ar.insert(std::upper_bound(ar.begin(), ar.end(), s * M_ + m,
+                                     [&](int a, int b) { return a % M_ < b % M_; }),
+                    s * M_ + m);
           Release(sp_.Index(OpType::kO, s, m), t);
         }
       }
@@ -233,7 +263,6 @@ void ListScheduler::Finish(int i, double t) {
       const int r = sp_.Index(OpType::kR, s, m);
       pending_[r] = 0;
       wait_r_[link_[d]].push_back(r);
-      pending_reload_[d] = std::max(pending_reload_[d], p_.offloadable[s]);
       break;
     }
     case OpType::kR: done_pred(OpType::kB, s, 0.0); break;
@@ -271,8 +300,8 @@ void ListScheduler::DispatchDevice(int d, double t) {
     const Ready r = rf.top();
     rf.pop();
     const Op f = sp_.At(r.op);
-    const double reserve = std::max(reserve_[f.stage], pending_reload_[d]);
-    if (inflight_[f.stage] < cap_[f.stage] && Fits(d, p_.activation[f.stage], reserve)) {
+    if (inflight_[f.stage] < cap_[f.stage] && Fits(d, p_.activation[f.stage], reserve_[f.stage]) &&
+        LeavesRoomForReload(d, f)) {
       chosen = r.op;
     } else {
       skipped_.push_back(r);
