@@ -57,13 +57,13 @@ StatusOr<Schedule> BuildOneFOneB(const Problem& p);
 // heuristics/interleaved_1f1b.cc
 Status Interleaved1F1BApplies(const Problem& p);
 StatusOr<Schedule> BuildInterleaved1F1B(const Problem& p);
-// heuristics/zero_bubble.cc
+// heuristics/zero_bubble.cc (ZB-V shares the capped scheduler of ZB-H1/H2)
 Status ZeroBubbleApplies(const Problem& p);
 StatusOr<Schedule> BuildZBH1(const Problem& p);
 StatusOr<Schedule> BuildZBH2(const Problem& p);
+StatusOr<Schedule> BuildZBV(const Problem& p);
 // heuristics/v_schedules.cc
 Status VShapeApplies(const Problem& p);
-StatusOr<Schedule> BuildZBV(const Problem& p);
 StatusOr<Schedule> BuildVHalf(const Problem& p);
 StatusOr<Schedule> BuildVMin(const Problem& p);
 // heuristics/pipe_offload.cc

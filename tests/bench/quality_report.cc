@@ -4,6 +4,7 @@
 // that ignores memory, and vs PipeOffload (po-h, po-f).
 // Run: build/bin/optpipe_quality_report [seconds per auto run, default 1]
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -83,11 +84,16 @@ int main(int argc, char** argv) {
     // activation memory 1F1B needs on its busiest device (device 0).
     StatusOr<Solution> one = RunMethod(rich, "1f1b");
     const double need = one->sim.peak_memory[0] - rich.static_memory[0];
-    for (double share : {0.6, 0.3}) {
+    for (double share : {0.6, 0.3, -0.3}) {
+      // share < 0: the same limit on a slow host link (a round trip 1.5x a
+      // micro-batch's compute, PipeOffload's k > 1), shared by device pairs.
+      const bool slow = share < 0;
+      share = std::abs(share);
       Problem tight = rich;
+      if (slow) tight.offload = std::vector<double>(D, 40.0);
       tight.memory_limit = std::vector<double>(D, rich.static_memory[0] + share * need);
-      std::printf("%s, limit = static + %.0f%% of 1F1B's activations, %.2f (ratios to auto unlimited %.1f)\n",
-                  rich.name.c_str(), 100 * share, share * need, unlimited);
+      std::printf("%s, limit = static + %.0f%% of 1F1B's activations, %.2f%s (ratios to auto unlimited %.1f)\n",
+                  rich.name.c_str(), 100 * share, share * need, slow ? ", slow host link" : "", unlimited);
       if (share * need < *std::max_element(rich.activation.begin(), rich.activation.end())) {
         std::printf("  (cannot hold one activation of the last stage: no schedule exists)\n");
         continue;
