@@ -1,9 +1,164 @@
-// PLACEHOLDER: being implemented; says "not implemented yet" until then.
+// AdaOffload (OptPipe, Appendix D, Algorithm 1): PipeOffload with a denser
+// fill phase. PipeOffload (Wan et al. 2025) runs only a few forwards before
+// the first backward, whatever memory is left; AdaOffload places on every
+// device as many forwards before its first B as can run while that B could
+// not start anyway, then follows the PipeOffload orders for the rest.
+//
+// Orders. Start from the PipeOffload orders (heuristics/pipe_offload.cc).
+// For each device, Algorithm 1's step 1 estimates EstStart, the earliest
+// start of the device's first backward (its last chunk's B of its first
+// micro-batch): the chain of forwards to the last stage, then the chain of
+// backwards back, each forward at its earliest time when every device runs
+// its forwards back to back in PipeOffload order. Step 2 fills: the leading
+// forwards that would end by EstStart + T move before the first B (never
+// fewer than PipeOffload's warm-up). Step 3 keeps every other op in
+// PipeOffload's relative order, so after the fill the device runs backwards
+// until PipeOffload's pattern catches up, then B W F as before. The deeper
+// fill holds more activations, so offload matters: the O/R of the PipeOffload
+// offload set are re-planned on the host links for the new orders, sharing
+// devices included (pipe_offload.cc, PlaceCopies).
+//
+// Knobs, chosen by simulation under the memory limit (fastest that fits,
+// ties to the lower peak): the tolerance T in {no fill, 0, 1, 2, 4, 8 mean
+// forwards, everything}, the offload set (PO-H's half or PO-F's all) and the
+// PipeOffload group size (every one, with or without a limit). "No fill" is
+// PipeOffload itself, so AdaOffload is never slower than po-h or po-f
+// whenever they fit. With v = 1 the orders are
+// 1F1B's and the fill generalises 1F1B's warm-up of d - i forwards.
+#include <algorithm>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "heuristics/method.h"
+#include "heuristics/pipe_offload.h"
 
 namespace optpipe {
+namespace {
 
-Status AdaOffloadApplies(const Problem&) { return NotApplicable("not implemented yet"); }
-StatusOr<Schedule> BuildAdaOffload(const Problem&) { return NotApplicable("not implemented yet"); }
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// End of every forward [stage * M + mb] when the devices run only their
+// forwards, in the order given, each as early as possible. Empty if the
+// forward orders wait on each other (they never do for PipeOffload orders).
+std::vector<double> ForwardOnlyEnds(const Problem& p, const Schedule& s) {
+  const int M = p.microbatches;
+  std::vector<std::vector<Op>> fwd(p.devices);
+  for (int d = 0; d < p.devices; ++d) {
+    for (const Op& op : s.compute[d]) {
+      if (op.type == OpType::kF) fwd[d].push_back(op);
+    }
+  }
+  std::vector<double> end(static_cast<std::size_t>(p.stages()) * M, -1.0);
+  std::vector<std::size_t> next(p.devices, 0);
+  std::vector<double> free_at(p.devices, 0.0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int d = 0; d < p.devices; ++d) {
+      for (; next[d] < fwd[d].size(); ++next[d]) {
+        const Op& op = fwd[d][next[d]];
+        double ready = free_at[d];
+        if (op.stage > 0) {
+          const double pred = end[static_cast<std::size_t>(op.stage - 1) * M + op.microbatch];
+          if (pred < 0) break;
+          ready = std::max(ready, pred + CommTime(p, op.stage - 1));
+        }
+        free_at[d] = end[static_cast<std::size_t>(op.stage) * M + op.microbatch] =
+            ready + p.f[op.stage];
+        progress = true;
+      }
+    }
+  }
+  for (int d = 0; d < p.devices; ++d) {
+    if (next[d] < fwd[d].size()) return {};
+  }
+  return end;
+}
+
+// Moves, on every device, the leading forwards that end (forward-only times)
+// by EstStart(first B) + tolerance before the first B; the rest keeps its order.
+Schedule Fill(const Problem& p, const Schedule& po, double tolerance) {
+  const int M = p.microbatches, S = p.stages();
+  const std::vector<double> f_end = ForwardOnlyEnds(p, po);
+  if (f_end.empty()) return po;
+  const auto fe = [&](int s, int m) { return f_end[static_cast<std::size_t>(s) * M + m]; };
+  Schedule out = po;
+  for (int d = 0; d < p.devices; ++d) {
+    const std::vector<Op>& lane = po.compute[d];
+    const auto first_b =
+        std::find_if(lane.begin(), lane.end(), [](const Op& op) { return op.type == OpType::kB; });
+    if (first_b == lane.end()) continue;
+    // Algorithm 1, step 1: the B chain of this micro-batch from the last stage down.
+    const int m0 = first_b->microbatch;
+    double b_start = fe(S - 1, m0);
+    for (int s = S - 2; s >= first_b->stage; --s) {
+      const double prev_end = b_start + Duration(p, Op{OpType::kB, s + 1, m0});
+      b_start = std::max(fe(s, m0), prev_end + CommTime(p, s));
+    }
+    // Step 2: the fill, never shallower than PipeOffload's own warm-up.
+    const auto warmup =
+        std::count_if(lane.begin(), first_b, [](const Op& op) { return op.type == OpType::kF; });
+    std::vector<Op> fill;
+    for (const Op& op : lane) {
+      if (op.type != OpType::kF) continue;
+      const bool in_warmup = static_cast<long>(fill.size()) < warmup;
+      if (!in_warmup && fe(op.stage, op.microbatch) > b_start + tolerance) break;
+      fill.push_back(op);
+    }
+    // Step 3: everything else in PipeOffload's order.
+    std::vector<Op>& filled = out.compute[d];
+    filled = fill;
+    for (const Op& op : lane) {
+      if (op.type != OpType::kF || std::find(fill.begin(), fill.end(), op) == fill.end()) {
+        filled.push_back(op);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Status AdaOffloadApplies(const Problem& p) {
+  if (!p.offload_allowed()) {
+    return NotApplicable(
+        "needs offload_time (the problem allows no offload): the deeper fill "
+        "relies on offloading activations");
+  }
+  return PipeOffloadApplies(p);
+}
+
+StatusOr<Schedule> BuildAdaOffload(const Problem& p) {
+  using namespace pipe_offload;
+  double mean_f = 0;
+  for (double f : p.f) mean_f += f / p.stages();
+  std::vector<double> tolerances = {-kInf, 0.0};  // -inf: no fill, PipeOffload itself
+  for (double k : {1.0, 2.0, 4.0, 8.0}) tolerances.push_back(k * mean_f);
+  tolerances.push_back(kInf);
+  std::vector<std::pair<std::string, Schedule>> candidates;
+  for (int g : GroupSizes(p, /*search=*/true)) {
+    const Schedule po = BlockOrders(p, g, /*per_microbatch=*/true);
+    for (bool all : {false, true}) {
+      std::vector<std::vector<Op>> previous;
+      for (double t : tolerances) {
+        Schedule s = t == -kInf ? po : Fill(p, po, t);
+        if (s.compute == previous) continue;  // a larger T that fills no more
+        previous = s.compute;
+        if (!PlaceCopies(p, s, OffloadedStages(p, all)).ok()) continue;  // a fill that deadlocks
+        std::ostringstream label;
+        label << "g=" << g << ", offload " << (all ? "all" : "half") << ", fill ";
+        if (t == -kInf) {
+          label << "none";
+        } else {
+          label << "T=" << t;
+        }
+        candidates.push_back({label.str(), std::move(s)});
+      }
+    }
+  }
+  return BestFitting(p, std::move(candidates));
+}
 
 }  // namespace optpipe

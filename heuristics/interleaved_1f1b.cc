@@ -77,12 +77,6 @@ std::vector<int> GroupSizes(const Problem& p) {
   return sizes;
 }
 
-std::string List(const std::vector<double>& v) {
-  std::ostringstream os;
-  for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
-  return os.str();
-}
-
 }  // namespace
 
 Status Interleaved1F1BApplies(const Problem& p) {
@@ -142,8 +136,8 @@ StatusOr<Schedule> BuildInterleaved1F1B(const Problem& p) {
   if (best) return *best;
   if (closest == 0) return NotApplicable("no group size g in [devices, microbatches]");
   return Infeasible("no group size g fits memory.limit: the closest, g = " +
-                    std::to_string(closest) + ", needs peak memory [" + List(need) +
-                    "] against memory.limit [" + List(*p.memory_limit) + "]");
+                    std::to_string(closest) + ", needs peak memory [" + FormatValues(need) +
+                    "] against memory.limit [" + FormatValues(*p.memory_limit) + "]");
 }
 
 }  // namespace optpipe

@@ -16,13 +16,13 @@ Status OneStagePerDevice(const Problem& p) {
   return NotApplicable("needs stages_per_device = 1 (got " + std::to_string(p.stages_per_device) + ")");
 }
 
-std::string List(const std::vector<double>& v) {
+}  // namespace
+
+std::string FormatValues(const std::vector<double>& v) {
   std::ostringstream os;
   for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
   return os.str();
 }
-
-}  // namespace
 
 const std::vector<MethodInfo>& Methods() {
   static const std::vector<MethodInfo> kMethods = {
@@ -95,8 +95,8 @@ StatusOr<Solution> Certify(const Problem& p, Schedule sched, const std::string& 
     StatusOr<SimResult> free_run = Simulate(unlimited, sched);
     std::string need;
     if (free_run.ok()) {
-      need = "; it needs peak memory [" + List(free_run->peak_memory) + "] against memory.limit [" +
-             List(*p.memory_limit) + "]";
+      need = "; it needs peak memory [" + FormatValues(free_run->peak_memory) + "] against memory.limit [" +
+             FormatValues(*p.memory_limit) + "]";
     }
     return Infeasible(name + " does not fit the memory limit: " + sim.status().message() + need);
   }

@@ -39,6 +39,9 @@ struct MethodInfo {
 
 const std::vector<MethodInfo>& Methods();
 
+// "1, 2.5, 3": values for messages (peak memory against memory.limit).
+std::string FormatValues(const std::vector<double>& v);
+
 // Times `s` with the simulator and validates it with the independent checker:
 // the last step of every method. A method name prefixes any error.
 StatusOr<Solution> Certify(const Problem& p, Schedule s, const std::string& method);

@@ -257,12 +257,6 @@ Schedule ToSchedule(const Problem& p, Lanes lanes) {
   return s;
 }
 
-std::string List(const std::vector<double>& v) {
-  std::ostringstream os;
-  for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
-  return os.str();
-}
-
 // The compacted block, else the plain one: the better that fits memory.limit.
 StatusOr<Schedule> BuildBlock(const Problem& p, Block block) {
   const Lanes plain = RepeatBlock(block, p.devices, p.microbatches);
@@ -300,8 +294,8 @@ StatusOr<Schedule> BuildBlock(const Problem& p, Block block) {
     }
   }
   if (best) return *best;
-  return Infeasible("the building block needs peak memory [" + List(need) +
-                    "] against memory.limit [" + List(*p.memory_limit) + "]");
+  return Infeasible("the building block needs peak memory [" + FormatValues(need) +
+                    "] against memory.limit [" + FormatValues(*p.memory_limit) + "]");
 }
 
 }  // namespace

@@ -73,12 +73,6 @@ StatusOr<Schedule> CappedSchedule(const Problem& p, const Cap& c) {
 // A warm-up depth scale that lets memory alone limit the warm-up.
 double Unbounded(const Problem& p) { return p.microbatches; }
 
-std::string List(const std::vector<double>& v) {
-  std::ostringstream os;
-  for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
-  return os.str();
-}
-
 // The best simulated objective over the caps; ties keep the earlier cap. If
 // none fits, names the cap that overshoots memory.limit least and its peaks.
 StatusOr<Schedule> BestCap(const Problem& p, const std::vector<Cap>& caps) {
@@ -123,7 +117,7 @@ StatusOr<Schedule> BestCap(const Problem& p, const std::vector<Cap>& caps) {
   if (!closest) return last;
   return Infeasible("no memory cap fits memory.limit: the closest, " +
                     std::to_string(closest->cap) + " activations per device, needs peak memory [" +
-                    List(need) + "] against memory.limit [" + List(*p.memory_limit) + "]");
+                    FormatValues(need) + "] against memory.limit [" + FormatValues(*p.memory_limit) + "]");
 }
 
 }  // namespace
