@@ -3,7 +3,53 @@
 #include <chrono>
 #include <sstream>
 
+#include "heuristics/list_scheduler.h"
+
 namespace optpipe {
+namespace {
+
+// Coordinate descent on the list scheduler's per-stage warm-up depth (one
+// stage one step deeper or shallower per move), from its best grid setting.
+// Returns the best list schedule found, or nullopt when it never beats `bar`.
+std::optional<Solution> TuneWarmup(const Problem& p, const SearchOptions& opt, double seconds,
+                                   const SimResult& bar, std::int64_t* evaluations) {
+  const auto t0 = std::chrono::steady_clock::now();
+  StatusOr<ListChoice> base = BestListChoice(p);
+  if (!base.ok()) return std::nullopt;
+  StatusOr<SimResult> cur = Simulate(p, base->schedule);
+  if (!cur.ok()) return std::nullopt;
+  ListOptions options = base->options;
+  options.warmup_depth = WarmupDepths(p, options);
+  Schedule best = base->schedule;
+  SimResult best_sim = *cur;
+  std::vector<std::optional<Schedule>> cand;
+  std::vector<std::optional<SimResult>> score;
+  const int S = p.stages();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds &&
+         !(opt.stop && opt.stop->load()) &&
+         !(opt.max_evaluations && *evaluations >= *opt.max_evaluations)) {
+    BuildAndScore(p, 2 * S, opt.threads, [&](int i) -> std::optional<Schedule> {
+      ListOptions o = options;
+      o.warmup_depth[i / 2] += i % 2 ? 1 : -1;
+      if (o.warmup_depth[i / 2] < 1 || o.warmup_depth[i / 2] > p.microbatches) return std::nullopt;
+      StatusOr<Schedule> s = ListSchedule(p, o);
+      return s.ok() ? std::optional<Schedule>(std::move(*s)) : std::nullopt;
+    }, cand, score);
+    int pick = -1;
+    for (int i = 0; i < 2 * S; ++i) {
+      if (cand[i]) ++*evaluations;
+      if (score[i] && Better(*score[i], pick < 0 ? best_sim : *score[pick])) pick = i;
+    }
+    if (pick < 0) break;
+    options.warmup_depth[pick / 2] += pick % 2 ? 1 : -1;
+    best = std::move(*cand[pick]);
+    best_sim = std::move(*score[pick]);
+  }
+  if (!Better(best_sim, bar)) return std::nullopt;
+  return Solution{std::move(best), std::move(best_sim)};
+}
+
+}  // namespace
 
 StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -25,9 +71,18 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
     }
     return Infeasible("no method fits this problem's memory limit:" + why.str());
   }
+  const auto left = [&] {
+    return opt.time_limit_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  // Half of what is left tunes the list scheduler's warm-up; the rest searches orders.
+  std::int64_t evaluations = 0;
+  if (std::optional<Solution> tuned = TuneWarmup(p, opt, left() / 2, best->sim, &evaluations)) {
+    best = std::move(*tuned);
+    res.winner = "list (tuned warm-up)";
+  }
   SearchOptions rest = opt;
-  rest.time_limit_s =
-      opt.time_limit_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  rest.time_limit_s = left();
+  if (rest.max_evaluations) rest.max_evaluations = std::max<std::int64_t>(0, *rest.max_evaluations - evaluations);
   StatusOr<SearchResult> search = LocalSearch(p, best->schedule, rest);
   if (!search.ok()) return search.status();
   res.search = std::move(*search);

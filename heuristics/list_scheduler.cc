@@ -137,23 +137,7 @@ void ListScheduler::Prepare() {
   }
   period_.assign(D_, 0.0);
   for (int s = 0; s < S_; ++s) period_[p_.stage_device[s]] += p_.f[s] + p_.b[s] + p_.w[s];
-  // Warm-up depth: micro-batches the device works through while micro-batch 0
-  // goes from F(s) to the last stage and back to B(s) (1F1B: S - s).
-  cap_.assign(S_, 1);
-  for (int s = 0; s < S_; ++s) {
-    double trip = 0;
-    for (int u = s; u < S_; ++u) {
-      trip += p_.f[u] + (u > s ? Duration(p_, Op{OpType::kB, u, 0}) : 0.0);
-      if (u + 1 < S_) trip += 2 * CommTime(p_, u);
-    }
-    const int d = p_.stage_device[s];
-    double per_mb = 0;
-    for (int u = 0; u < S_; ++u) {
-      if (p_.stage_device[u] == d) per_mb += p_.f[u] + Duration(p_, Op{OpType::kB, u, 0});
-    }
-    const double depth = std::ceil(trip / std::max(per_mb, 1e-12) - 1e-9);
-    cap_[s] = std::clamp(static_cast<int>(std::lround(opt_.warmup_scale * depth)), 1, M_);
-  }
+  cap_ = WarmupDepths(p_, opt_);
   reserve_.assign(S_, 0.0);
   for (int s = 0; s < S_; ++s) {
     for (int u = s + 1; u < S_; ++u) {
@@ -365,6 +349,31 @@ StatusOr<Schedule> ListScheduler::Run() {
 
 }  // namespace
 
+std::vector<int> WarmupDepths(const Problem& p, const ListOptions& opt) {
+  const int S = p.stages(), M = p.microbatches;
+  std::vector<int> depth(S, 1);
+  if (static_cast<int>(opt.warmup_depth.size()) == S) {
+    for (int s = 0; s < S; ++s) depth[s] = std::clamp(opt.warmup_depth[s], 1, M);
+    return depth;
+  }
+  // Micro-batches the device works through while micro-batch 0 goes from
+  // F(s) to the last stage and back to B(s): 1F1B's S - s on unit costs.
+  for (int s = 0; s < S; ++s) {
+    double trip = 0;
+    for (int u = s; u < S; ++u) {
+      trip += p.f[u] + (u > s ? Duration(p, Op{OpType::kB, u, 0}) : 0.0);
+      if (u + 1 < S) trip += 2 * CommTime(p, u);
+    }
+    double per_mb = 0;
+    for (int u = 0; u < S; ++u) {
+      if (p.stage_device[u] == p.stage_device[s]) per_mb += p.f[u] + Duration(p, Op{OpType::kB, u, 0});
+    }
+    const double rounds = std::ceil(trip / std::max(per_mb, 1e-12) - 1e-9);
+    depth[s] = std::clamp(static_cast<int>(std::lround(opt.warmup_scale * rounds)), 1, M);
+  }
+  return depth;
+}
+
 StatusOr<Schedule> ListSchedule(const Problem& p, const ListOptions& opt) {
   return ListScheduler(p, opt).Run();
 }
@@ -392,9 +401,14 @@ std::vector<ListOptions> ListOptionGrid(const Problem& p) {
 }
 
 StatusOr<Schedule> BuildList(const Problem& p) {
+  StatusOr<ListChoice> c = BestListChoice(p);
+  if (!c.ok()) return c.status();
+  return std::move(c->schedule);
+}
+
+StatusOr<ListChoice> BestListChoice(const Problem& p) {
   Simulator sim(p);
-  std::optional<Schedule> best;
-  double best_obj = 0;
+  std::optional<ListChoice> best;
   Status last = Infeasible("no setting of the list scheduler fits the memory limit");
   for (const ListOptions& opt : ListOptionGrid(p)) {
     StatusOr<Schedule> s = ListSchedule(p, opt);
@@ -407,13 +421,12 @@ StatusOr<Schedule> BuildList(const Problem& p) {
       last = r.status();
       continue;
     }
-    if (!best || r->objective < best_obj - 1e-12) {
-      best = std::move(*s);
-      best_obj = r->objective;
+    if (!best || r->objective < best->objective - 1e-12) {
+      best = ListChoice{opt, std::move(*s), r->objective};
     }
   }
   if (!best) return last;
-  return *best;
+  return std::move(*best);
 }
 
 }  // namespace optpipe

@@ -41,7 +41,12 @@ struct ListOptions {
   bool offload = true;
   // Reload (s,m) once at most this many backwards of stage s precede B(s,m).
   int reload_lookahead = 1;
+  // Explicit warm-up depth per stage [S]; when set, warmup_scale is ignored.
+  std::vector<int> warmup_depth;
 };
+
+// The warm-up depth per stage that `opt` gives (see ListOptions).
+std::vector<int> WarmupDepths(const Problem& p, const ListOptions& opt);
 
 // kInfeasible when these options deadlock under the memory limit.
 StatusOr<Schedule> ListSchedule(const Problem& p, const ListOptions& opt);
@@ -49,7 +54,14 @@ StatusOr<Schedule> ListSchedule(const Problem& p, const ListOptions& opt);
 // The settings BuildList tries: warm-up scales, eager/lazy W, offload on/off
 // and reload look-ahead (only where they make a difference for `p`).
 std::vector<ListOptions> ListOptionGrid(const Problem& p);
-// The best simulated schedule over ListOptionGrid (the "list" method).
+struct ListChoice {
+  ListOptions options;
+  Schedule schedule;
+  double objective = 0;
+};
+// The best simulated schedule over ListOptionGrid, with the options that gave it.
+StatusOr<ListChoice> BestListChoice(const Problem& p);
+// BestListChoice's schedule: the "list" method.
 StatusOr<Schedule> BuildList(const Problem& p);
 
 }  // namespace optpipe

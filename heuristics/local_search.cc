@@ -25,10 +25,6 @@ double Secondary(const SimResult& r) {
   return sum;
 }
 
-bool Better(const SimResult& a, const SimResult& b) {
-  if (a.objective < b.objective - 1e-9) return true;
-  return a.objective <= b.objective + 1e-9 && Secondary(a) < Secondary(b) - 1e-9;
-}
 
 bool SameActivation(const Op& a, const Op& b) { return a.stage == b.stage && a.microbatch == b.microbatch; }
 
@@ -134,6 +130,29 @@ class MoveMaker {
 
 }  // namespace
 
+bool Better(const SimResult& a, const SimResult& b) {
+  if (a.objective < b.objective - 1e-9) return true;
+  return a.objective <= b.objective + 1e-9 && Secondary(a) < Secondary(b) - 1e-9;
+}
+
+void BuildAndScore(const Problem& p, int n, int threads,
+                   const std::function<std::optional<Schedule>(int)>& make,
+                   std::vector<std::optional<Schedule>>& cand,
+                   std::vector<std::optional<SimResult>>& score) {
+  cand.assign(n, std::nullopt);
+  score.assign(n, std::nullopt);
+  tbb::enumerable_thread_specific<Simulator> sims([&] { return Simulator(p); });
+  tbb::task_arena arena(threads > 0 ? threads : tbb::task_arena::automatic);
+  arena.execute([&] {
+    tbb::parallel_for(0, n, [&](int i) {
+      cand[i] = make(i);
+      if (!cand[i]) return;
+      StatusOr<SimResult> r = sims.local().Run(*cand[i]);
+      if (r.ok()) score[i] = std::move(*r);
+    });
+  });
+}
+
 const char* ToString(SearchStop s) {
   switch (s) {
     case SearchStop::kBound: return "bound";
@@ -155,11 +174,10 @@ StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start, cons
   res.start_objective = res.sim.objective;
   const double bound = ComputeLowerBound(p).value;
   const MoveMaker moves(p);
-  tbb::enumerable_thread_specific<Simulator> sims([&] { return Simulator(p); });
-  tbb::task_arena arena(opt.threads > 0 ? opt.threads : tbb::task_arena::automatic);
   const int batch = std::max(1, opt.batch);
-  std::vector<std::optional<Schedule>> cand(batch);
-  std::vector<std::optional<SimResult>> score(batch);
+  std::vector<Move> drawn(batch);
+  std::vector<std::optional<Schedule>> cand;
+  std::vector<std::optional<SimResult>> score;
   int idle_rounds = 0;
 
   for (std::uint64_t round = 0;; ++round) {
@@ -175,17 +193,9 @@ StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start, cons
     std::mt19937_64 rng(opt.seed * 0x9E3779B97F4A7C15ULL + round);
     int n = batch;
     if (opt.max_evaluations) n = static_cast<int>(std::min<std::int64_t>(n, *opt.max_evaluations - res.evaluations));
-    for (int i = 0; i < n; ++i) {
-      cand[i] = moves.Apply(res.schedule, res.sim, moves.Draw(rng, res.schedule));
-      score[i].reset();
-    }
-    arena.execute([&] {
-      tbb::parallel_for(0, n, [&](int i) {
-        if (!cand[i]) return;
-        StatusOr<SimResult> r = sims.local().Run(*cand[i]);
-        if (r.ok()) score[i] = std::move(*r);
-      });
-    });
+    for (int i = 0; i < n; ++i) drawn[i] = moves.Draw(rng, res.schedule);
+    BuildAndScore(p, n, opt.threads,
+                  [&](int i) { return moves.Apply(res.schedule, res.sim, drawn[i]); }, cand, score);
     int best = -1;
     for (int i = 0; i < n; ++i) {
       if (cand[i]) ++res.evaluations;

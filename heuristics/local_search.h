@@ -20,6 +20,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/problem.h"
 #include "core/schedule.h"
@@ -52,6 +53,18 @@ struct SearchResult {
   SearchStop stop = SearchStop::kNoMove;
   double seconds = 0;
 };
+
+// Builds candidate i with make(i) and scores it with the simulator, for i in
+// [0, n), in parallel on `threads` (0: TBB's default). A candidate that make
+// declines (nullopt) or that does not simulate gets no score. Deterministic:
+// slot i depends only on make(i).
+void BuildAndScore(const Problem& p, int n, int threads,
+                   const std::function<std::optional<Schedule>(int)>& make,
+                   std::vector<std::optional<Schedule>>& cand,
+                   std::vector<std::optional<SimResult>>& score);
+
+// The search order on results: lower objective, then lower sum of device spans.
+bool Better(const SimResult& a, const SimResult& b);
 
 // `start` must simulate (kInvalidArgument / kInfeasible otherwise).
 StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start, const SearchOptions& opt);
