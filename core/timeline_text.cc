@@ -1,0 +1,124 @@
+#include "core/timeline_text.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <vector>
+
+namespace optpipe {
+namespace {
+
+std::string Num(double x, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
+  std::string s = buf;
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  if (s == "-0") s = "0";
+  return s;
+}
+
+// 1, 2 or 5 times a power of ten, at least `raw`.
+double NiceStep(double raw) {
+  const double p10 = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (m * p10 >= raw * (1 - 1e-9)) return m * p10;
+  }
+  return 10 * p10;
+}
+
+int DecimalsFor(double step) {
+  return std::clamp(static_cast<int>(-std::floor(std::log10(step) + 1e-9)), 0, 6);
+}
+
+}  // namespace
+
+std::string TextTimeline(const Problem& p, const TimedSchedule& t, int width) {
+  const OpSpace space = p.op_space();
+  const int D = p.devices;
+  double t0 = std::numeric_limits<double>::infinity(), t1 = -t0;
+  bool any_copy = false;
+  for (const TimedOp& o : t.ops) {
+    if (!space.Contains(o.op)) continue;
+    t0 = std::min(t0, o.start);
+    t1 = std::max(t1, o.end);
+    any_copy = any_copy || IsCopy(o.op.type);
+  }
+  if (t0 > t1) t0 = 0, t1 = 1;
+  const double span = std::max(t1 - t0, 1e-9);
+
+  const int label_w = 1 + static_cast<int>(std::to_string(D - 1).size());
+  const int prefix = label_w + 2;  // "d0 |"
+  const int cols = std::max(8, width - prefix - 1);
+  const double slice = span / cols;
+
+  // lanes[2d] compute, lanes[2d + 1] copy.
+  std::vector<std::string> lanes(2 * D, std::string(cols, '.'));
+  for (const TimedOp& o : t.ops) {
+    if (!space.Contains(o.op)) continue;
+    const int lane = 2 * DeviceOf(p, o.op) + (IsCopy(o.op.type) ? 1 : 0);
+    char c = TypeLetter(o.op.type);
+    if (o.op.microbatch % 2 == 1)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const int first = std::max(0, static_cast<int>(std::floor((o.start - t0) / slice)) - 1);
+    const int last = std::min(cols - 1, static_cast<int>(std::ceil((o.end - t0) / slice)));
+    bool shown = false;
+    for (int k = first; k <= last; ++k) {
+      const double mid = t0 + (k + 0.5) * slice;
+      if (mid >= o.start && mid < o.end) {
+        lanes[lane][k] = c;
+        shown = true;
+      }
+    }
+    if (!shown) {
+      const double mid = (o.start + o.end) / 2;
+      const int k = std::clamp(static_cast<int>(std::floor((mid - t0) / slice)), 0, cols - 1);
+      if (lanes[lane][k] == '.') lanes[lane][k] = c;
+    }
+  }
+
+  std::string out;
+  const std::string heading = (p.name.empty() ? t.problem : p.name) + " / " +
+                              (t.method.empty() ? std::string("schedule") : t.method);
+  out += heading + ": makespan " + Num(t1 - t0, 4) + ", one column = " + Num(slice, 4) + "\n";
+  const auto label = [&](char kind, int d) {
+    std::string s = kind + std::to_string(d);
+    s.resize(label_w, ' ');
+    return s + " |";
+  };
+  for (int d = 0; d < D; ++d) {
+    out += label('d', d) + lanes[2 * d] + "|\n";
+    if (any_copy) out += label('c', d) + lanes[2 * d + 1] + "|\n";
+  }
+
+  // Ruler: '+' under the column holding each tick time, labels starting there.
+  const double step = NiceStep(10 * slice);
+  const int dec = DecimalsFor(step);
+  std::string ruler(cols, '-'), marks(cols + 8, ' ');
+  int free_from = 0;  // first column a label may start at
+  for (long k = static_cast<long>(std::ceil(t0 / step - 1e-9));; ++k) {
+    const double tick = k * step;
+    if (tick > t1 + 1e-9 * span) break;
+    const int col = std::min(cols - 1, static_cast<int>(std::floor((tick - t0) / slice + 1e-9)));
+    ruler[col] = '+';
+    const std::string text = Num(tick, dec);
+    if (col < free_from || col + static_cast<int>(text.size()) > cols + 1) continue;
+    marks.replace(col, text.size(), text);
+    free_from = col + static_cast<int>(text.size()) + 1;
+  }
+  while (!marks.empty() && marks.back() == ' ') marks.pop_back();
+  out += std::string(prefix, ' ') + ruler + "\n";
+  out += std::string(prefix, ' ') + marks + "\n";
+
+  out += p.split_backward ? "F forward, B backward (input), W backward (weights)"
+                          : "F forward, B backward";
+  if (any_copy) out += ", O offload, R reload";
+  out += "; lower case: odd micro-batch; . idle\n";
+  return out;
+}
+
+}  // namespace optpipe
