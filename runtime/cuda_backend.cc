@@ -1,0 +1,486 @@
+// The CUDA/NCCL backend (compiled only when OPTPIPE_HAVE_CUDA). See cuda_backend.h.
+#include "runtime/cuda_backend.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <mutex>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "runtime/cuda_spin.h"
+
+namespace optpipe::runtime {
+namespace {
+
+bool Failed(cudaError_t e) { return e != cudaSuccess; }
+bool Failed(ncclResult_t r) { return r != ncclSuccess; }
+Status CallStatus(cudaError_t e, const char* call, const char* file, int line,
+                  const std::string& op) {
+  return CudaCallStatus(static_cast<int>(e), false, call, file, line, op);
+}
+Status CallStatus(ncclResult_t r, const char* call, const char* file, int line,
+                  const std::string& op) {
+  return CudaCallStatus(static_cast<int>(r), true, call, file, line, op);
+}
+
+}  // namespace
+
+// The one check for every CUDA and NCCL call: a failure returns a Status that
+// names the call, its file:line and the op it served.
+#define OPTPIPE_CHECK(call, op)                                                  \
+  do {                                                                           \
+    const auto optpipe_check_result_ = (call);                                   \
+    if (Failed(optpipe_check_result_)) {                                         \
+      return CallStatus(optpipe_check_result_, #call, __FILE__, __LINE__, (op)); \
+    }                                                                            \
+  } while (0)
+
+Status CudaCallStatus(int code, bool nccl, const char* call, const char* file, int line,
+                      const std::string& op) {
+  std::string what;
+  if (nccl) {
+    what = "NCCL error " + std::to_string(code) + ": " +
+           ncclGetErrorString(static_cast<ncclResult_t>(code));
+    const char* last = ncclGetLastError(nullptr);
+    if (last != nullptr && *last != '\0') what += " (" + std::string(last) + ")";
+  } else {
+    const auto e = static_cast<cudaError_t>(code);
+    what = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+  }
+  std::string where = file;  // from the repository root on
+  if (const std::size_t k = where.rfind("runtime/"); k != std::string::npos)
+    where = where.substr(k);
+  return Internal(std::string(call) + " failed: " + what + " at " + where + ":" +
+                  std::to_string(line) + (op.empty() ? "" : " (" + op + ")"));
+}
+
+bool CudaBackendBuilt() { return true; }
+
+StatusOr<int> CudaDeviceCount() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error so later calls start clean
+    return CallStatus(e, "cudaGetDeviceCount(&n)", __FILE__, __LINE__, "");
+  }
+  return n;
+}
+
+std::string CudaVersions() {
+  int rt = 0, drv = 0, nccl = 0;
+  cudaRuntimeGetVersion(&rt);
+  cudaDriverGetVersion(&drv);
+  ncclGetVersion(&nccl);
+  return "CUDA runtime " + std::to_string(rt) + ", driver " + std::to_string(drv) + ", NCCL " +
+         std::to_string(nccl);
+}
+
+namespace {
+
+unsigned long long Nanoseconds(double seconds) {
+  return seconds > 0 ? static_cast<unsigned long long>(std::llround(seconds * 1e9)) : 0ULL;
+}
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(CudaBackendOptions opt) : opt_(opt) {}
+  ~CudaBackend() override { Release(); }
+  std::string name() const override { return "cuda"; }
+
+  Status Prepare(const BackendSetup& setup) override {
+    Release();
+    p_ = setup.problem;
+    control_ = setup.control;
+    space_ = p_->op_space();
+    D_ = p_->devices;
+    edges_ = setup.edges;
+    int count = 0;
+    OPTPIPE_CHECK(cudaGetDeviceCount(&count), "setup");
+    if (count == 0) return NotApplicable("no CUDA device");
+    gpus_ = opt_.gpus > 0 ? std::min(opt_.gpus, count) : count;
+    used_gpus_ = std::min(gpus_, D_);
+    nccl_ = opt_.nccl && D_ > 1 && gpus_ >= D_ && opt_.transfer_bytes > 0;
+    devs_.assign(D_, Device{});
+    for (int d = 0; d < D_; ++d) devs_[d].gpu = d % gpus_;
+
+    OPTPIPE_CHECK(cudaSetDevice(0), "setup");
+    void* flag = nullptr;
+    OPTPIPE_CHECK(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable),
+                  "setup: abort flag");
+    abort_ = static_cast<volatile int*>(flag);
+    *abort_ = 0;
+    void* flag_dev = nullptr;
+    OPTPIPE_CHECK(cudaHostGetDevicePointer(&flag_dev, flag, 0), "setup: abort flag");
+    abort_dev_ = static_cast<volatile int*>(flag_dev);
+    for (int d = 0; d < D_; ++d) {
+      Device& dv = devs_[d];
+      const std::string what = "setup of device " + std::to_string(d);
+      OPTPIPE_CHECK(cudaSetDevice(dv.gpu), what);
+      OPTPIPE_CHECK(cudaStreamCreateWithFlags(&dv.compute, cudaStreamNonBlocking), what);
+      OPTPIPE_CHECK(cudaStreamCreateWithFlags(&dv.copy, cudaStreamNonBlocking), what);
+      OPTPIPE_CHECK(cudaStreamCreateWithFlags(&dv.p2p, cudaStreamNonBlocking), what);
+      OPTPIPE_CHECK(
+          cudaMalloc(reinterpret_cast<void**>(&dv.stamps), 2 * sizeof(unsigned long long)), what);
+      if (opt_.transfer_bytes > 0) {
+        OPTPIPE_CHECK(cudaMalloc(&dv.send, opt_.transfer_bytes), what);
+        OPTPIPE_CHECK(cudaMalloc(&dv.recv, opt_.transfer_bytes), what);
+        OPTPIPE_CHECK(cudaMemset(dv.send, 0, opt_.transfer_bytes), what);
+      }
+      if (d < static_cast<int>(setup.host_bytes.size()) && setup.host_bytes[d] > 0) {
+        dv.host_size = setup.host_bytes[d] + 256 * static_cast<std::size_t>(space_.size());
+        OPTPIPE_CHECK(
+            cudaHostAlloc(reinterpret_cast<void**>(&dv.host), dv.host_size, cudaHostAllocPortable),
+            what + ": pinned host memory");
+      }
+      // Keep freed activations in the pool: the next F reuses them without the OS.
+      cudaMemPool_t pool;
+      OPTPIPE_CHECK(cudaDeviceGetDefaultMemPool(&pool, dv.gpu), what);
+      std::uint64_t keep = UINT64_MAX;
+      OPTPIPE_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), what);
+    }
+    if (nccl_) {
+      std::vector<int> list(D_);
+      std::iota(list.begin(), list.end(), 0);
+      std::vector<ncclComm_t> comms(D_);
+      OPTPIPE_CHECK(ncclCommInitAll(comms.data(), D_, list.data()), "setup: NCCL");
+      for (int d = 0; d < D_; ++d) devs_[d].comm = comms[d];
+    }
+    start_ev_.assign(setup.ops, nullptr);
+    end_ev_.assign(setup.ops, nullptr);
+    for (int i = 0; i < setup.ops; ++i) {
+      const Op op = space_.At(i);
+      OPTPIPE_CHECK(cudaSetDevice(devs_[DeviceOf(*p_, op)].gpu), "setup of " + ToString(op));
+      OPTPIPE_CHECK(cudaEventCreate(&start_ev_[i]), "setup of " + ToString(op));
+      OPTPIPE_CHECK(cudaEventCreate(&end_ev_[i]), "setup of " + ToString(op));
+    }
+    arrive_ev_.assign(edges_.size(), nullptr);
+    for (const Edge& e : edges_) {
+      if (e.from_device == e.to_device) continue;
+      OPTPIPE_CHECK(cudaSetDevice(devs_[e.to_device].gpu), "setup of a transfer");
+      OPTPIPE_CHECK(cudaEventCreateWithFlags(&arrive_ev_[e.id], cudaEventDisableTiming),
+                    "setup of a transfer");
+    }
+    ref_ev_.assign(used_gpus_, nullptr);
+    ref_s_.assign(used_gpus_, 0.0);
+    for (int g = 0; g < used_gpus_; ++g) {
+      OPTPIPE_CHECK(cudaSetDevice(g), "setup");
+      OPTPIPE_CHECK(cudaEventCreate(&ref_ev_[g]), "setup");
+    }
+    prepared_ = true;
+    return OkStatus();
+  }
+
+  Status BeginIteration(Clock::time_point origin) override {
+    origin_ = origin;
+    *abort_ = 0;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (Device& dv : devs_) dv.host_used = 0;
+    // Pin every GPU's event clock to the host's: record, wait, read the host clock.
+    for (int g = 0; g < used_gpus_; ++g) {
+      OPTPIPE_CHECK(cudaSetDevice(g), "start of an iteration");
+      OPTPIPE_CHECK(cudaEventRecord(ref_ev_[g], devs_[g].compute), "start of an iteration");
+      OPTPIPE_CHECK(cudaEventSynchronize(ref_ev_[g]), "start of an iteration");
+      ref_s_[g] = std::chrono::duration<double>(Clock::now() - origin_).count();
+    }
+    return OkStatus();
+  }
+
+  Status EndIteration(bool aborted) override {
+    if (aborted) {
+      *abort_ = 1;
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      const Clock::time_point deadline =
+          Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                             std::chrono::duration<double>(opt_.drain_timeout_s));
+      for (int d = 0; d < D_; ++d) {
+        Device& dv = devs_[d];
+        OPTPIPE_CHECK(cudaSetDevice(dv.gpu), "abort");
+        for (cudaStream_t s : {dv.compute, dv.copy, dv.p2p}) {
+          while (cudaStreamQuery(s) == cudaErrorNotReady && Clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+          if (cudaStreamQuery(s) == cudaErrorNotReady) {
+            AbortNccl();
+            return Internal("device " + std::to_string(d) + ": its streams were still busy " +
+                            std::to_string(opt_.drain_timeout_s) +
+                            " s after the run stopped; the NCCL communicators were aborted");
+          }
+        }
+      }
+    }
+    for (int d = 0; d < D_; ++d) {
+      Device& dv = devs_[d];
+      OPTPIPE_CHECK(cudaSetDevice(dv.gpu), "end of an iteration");
+      OPTPIPE_CHECK(cudaStreamSynchronize(dv.compute), "end of an iteration");
+      OPTPIPE_CHECK(cudaStreamSynchronize(dv.copy), "end of an iteration");
+      OPTPIPE_CHECK(cudaStreamSynchronize(dv.p2p), "end of an iteration");
+    }
+    *abort_ = 0;
+    std::lock_guard<std::mutex> lock(mu_);
+    Status st = deferred_;
+    deferred_ = OkStatus();
+    return st;
+  }
+
+  StatusOr<Buffer> AllocateDevice(int lane, int device, std::size_t bytes) override {
+    Device& dv = devs_[device];
+    const std::string what = std::to_string(bytes) + " bytes on device " + std::to_string(device);
+    OPTPIPE_CHECK(cudaSetDevice(dv.gpu), what);
+    void* ptr = nullptr;
+    OPTPIPE_CHECK(cudaMallocAsync(&ptr, bytes, lane < D_ ? dv.compute : dv.copy), what);
+    return Buffer{ptr, bytes};
+  }
+
+  void FreeDevice(int device, Buffer b) override {
+    Device& dv = devs_[device];
+    // The ops that used `b` have finished (their lane waited for them): any stream will do.
+    cudaError_t e = cudaSetDevice(dv.gpu);
+    if (e == cudaSuccess) e = cudaFreeAsync(b.data, dv.compute);
+    if (e != cudaSuccess) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (deferred_.ok()) {
+        deferred_ = CallStatus(e, "cudaFreeAsync(b.data, dv.compute)", __FILE__, __LINE__,
+                               "free on device " + std::to_string(device));
+      }
+    }
+  }
+
+  StatusOr<Buffer> AllocateHost(int device, std::size_t bytes) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Device& dv = devs_[device];
+    const std::size_t rounded = (bytes + 255) / 256 * 256;
+    if (dv.host == nullptr || dv.host_used + rounded > dv.host_size) {
+      return Internal("device " + std::to_string(device) + ": pinned host memory exhausted");
+    }
+    Buffer b{dv.host + dv.host_used, bytes};
+    dv.host_used += rounded;
+    return b;
+  }
+
+  void FreeHost(int, Buffer) override {}  // the arena is reset every iteration
+
+  StatusOr<Message> Deliver(const Edge& e, double end_s) override {
+    Message m;
+    m.ready_s = end_s + e.lag_s;
+    m.slot = e.id;
+    if (e.from_device == e.to_device) return m;  // the consumer waits on the producer's end event
+    const std::string what = "transfer of " + ToString(space_.At(e.from)) + " from device " +
+                             std::to_string(e.from_device) + " to device " +
+                             std::to_string(e.to_device);
+    Device& src = devs_[e.from_device];
+    Device& dst = devs_[e.to_device];
+    cudaEvent_t produced = end_ev_[e.from];
+    const std::size_t n = opt_.transfer_bytes;
+    std::lock_guard<std::mutex> lock(mu_);  // one NCCL group at a time keeps every pair in order
+    if (n == 0) {
+      OPTPIPE_CHECK(cudaSetDevice(dst.gpu), what);
+      OPTPIPE_CHECK(cudaStreamWaitEvent(dst.p2p, produced, 0), what);
+      OPTPIPE_CHECK(cuda::LaunchSpinFor(dst.p2p, Nanoseconds(e.lag_s), abort_dev_), what);
+    } else if (nccl_) {
+      OPTPIPE_CHECK(cudaSetDevice(src.gpu), what);
+      OPTPIPE_CHECK(cudaStreamWaitEvent(src.p2p, produced, 0), what);
+      OPTPIPE_CHECK(ncclGroupStart(), what);
+      OPTPIPE_CHECK(ncclSend(src.send, n, ncclInt8, e.to_device, src.comm, src.p2p), what);
+      OPTPIPE_CHECK(ncclRecv(dst.recv, n, ncclInt8, e.from_device, dst.comm, dst.p2p), what);
+      OPTPIPE_CHECK(ncclGroupEnd(), what);
+    } else if (src.gpu == dst.gpu) {
+      OPTPIPE_CHECK(cudaSetDevice(dst.gpu), what);
+      OPTPIPE_CHECK(cudaStreamWaitEvent(dst.p2p, produced, 0), what);
+      OPTPIPE_CHECK(cudaMemcpyAsync(dst.recv, src.send, n, cudaMemcpyDeviceToDevice, dst.p2p),
+                    what);
+    } else {
+      OPTPIPE_CHECK(cudaSetDevice(dst.gpu), what);
+      OPTPIPE_CHECK(cudaStreamWaitEvent(dst.p2p, produced, 0), what);
+      OPTPIPE_CHECK(cudaMemcpyPeerAsync(dst.recv, dst.gpu, src.send, src.gpu, n, dst.p2p), what);
+    }
+    OPTPIPE_CHECK(cudaSetDevice(dst.gpu), what);
+    OPTPIPE_CHECK(cudaEventRecord(arrive_ev_[e.id], dst.p2p), what);
+    return m;
+  }
+
+  Status Await(const Edge& e, const Message&) override {
+    Device& dv = devs_[e.to_device];
+    const std::string what =
+        ToString(space_.At(e.to)) + " waiting for " + ToString(space_.At(e.from));
+    cudaEvent_t ev = e.from_device == e.to_device ? end_ev_[e.from] : arrive_ev_[e.id];
+    OPTPIPE_CHECK(cudaSetDevice(dv.gpu), what);
+    OPTPIPE_CHECK(cudaStreamWaitEvent(e.to_lane < D_ ? dv.compute : dv.copy, ev, 0), what);
+    return OkStatus();
+  }
+
+  Status RunCompute(int, StageKernel& kernel, KernelContext& ctx, Clock::time_point,
+                    OpTimes* t) override {
+    const int i = space_.Index(ctx.op);
+    Device& dv = devs_[ctx.device];
+    const std::string what = ToString(ctx.op) + " on device " + std::to_string(ctx.device);
+    OPTPIPE_CHECK(cudaSetDevice(dv.gpu), what);
+    OPTPIPE_CHECK(cudaEventRecord(start_ev_[i], dv.compute), what);
+    OPTPIPE_CHECK(cuda::LaunchStamp(dv.compute, dv.stamps), what);
+    ctx.stream = dv.compute;
+    ctx.occupy = [this, &dv, what](double seconds) -> Status {
+      OPTPIPE_CHECK(cuda::LaunchSpinUntil(dv.compute, dv.stamps, Nanoseconds(seconds), abort_dev_),
+                    what);
+      return OkStatus();
+    };
+    Status st;
+    switch (ctx.op.type) {
+      case OpType::kF:
+        st = kernel.F(ctx.op.stage, ctx.op.microbatch, ctx);
+        break;
+      case OpType::kB:
+        st = kernel.B(ctx.op.stage, ctx.op.microbatch, ctx);
+        break;
+      case OpType::kW:
+        st = kernel.W(ctx.op.stage, ctx.op.microbatch, ctx);
+        break;
+      default:
+        return Internal("not a compute op: " + what);
+    }
+    if (!st.ok()) return st;
+    OPTPIPE_CHECK(cudaSetDevice(dv.gpu), what);  // the kernel may have switched devices
+    OPTPIPE_CHECK(cudaEventRecord(end_ev_[i], dv.compute), what);
+    return Finish(dv.gpu, i, what, t);
+  }
+
+  Status RunCopy(int, int device, const Op& op, std::vector<Buffer>& dev, std::vector<Buffer>& host,
+                 bool to_host, double seconds, Clock::time_point, OpTimes* t) override {
+    const int i = space_.Index(op);
+    Device& dv = devs_[device];
+    const std::string what = ToString(op) + " on device " + std::to_string(device);
+    OPTPIPE_CHECK(cudaSetDevice(dv.gpu), what);
+    OPTPIPE_CHECK(cudaEventRecord(start_ev_[i], dv.copy), what);
+    OPTPIPE_CHECK(cuda::LaunchStamp(dv.copy, dv.stamps + 1), what);
+    for (std::size_t k = 0; k < dev.size() && k < host.size(); ++k) {
+      if (dev[k].data == nullptr || host[k].data == nullptr) continue;
+      const std::size_t n = std::min(dev[k].bytes, host[k].bytes);
+      if (to_host) {
+        OPTPIPE_CHECK(
+            cudaMemcpyAsync(host[k].data, dev[k].data, n, cudaMemcpyDeviceToHost, dv.copy), what);
+      } else {
+        OPTPIPE_CHECK(
+            cudaMemcpyAsync(dev[k].data, host[k].data, n, cudaMemcpyHostToDevice, dv.copy), what);
+      }
+    }
+    // The copy lasts at least the problem's offload time (the real copy may be shorter).
+    OPTPIPE_CHECK(cuda::LaunchSpinUntil(dv.copy, dv.stamps + 1, Nanoseconds(seconds), abort_dev_),
+                  what);
+    OPTPIPE_CHECK(cudaEventRecord(end_ev_[i], dv.copy), what);
+    return Finish(dv.gpu, i, what, t);
+  }
+
+ private:
+  struct Device {
+    int gpu = 0;
+    cudaStream_t compute = nullptr, copy = nullptr, p2p = nullptr;
+    void* send = nullptr;
+    void* recv = nullptr;
+    unsigned long long* stamps = nullptr;  // [compute lane, copy lane] start of the running op
+    char* host = nullptr;                  // pinned arena for offloaded activations
+    std::size_t host_size = 0, host_used = 0;
+    ncclComm_t comm = nullptr;
+  };
+
+  // Waits (polling, so that a stopped run is noticed) for op i's end event and
+  // converts its events to seconds since the origin.
+  Status Finish(int gpu, int i, const std::string& what, OpTimes* t) {
+    for (int k = 0;; ++k) {
+      const cudaError_t e = cudaEventQuery(end_ev_[i]);
+      if (e == cudaSuccess) break;
+      if (e != cudaErrorNotReady)
+        return CallStatus(e, "cudaEventQuery(end)", __FILE__, __LINE__, what);
+      if (control_->stopped()) {
+        *abort_ = 1;
+        return Cancelled(what + " was stopped");
+      }
+      if (k < 64) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+    }
+    float start_ms = 0, end_ms = 0;
+    OPTPIPE_CHECK(cudaEventElapsedTime(&start_ms, ref_ev_[gpu], start_ev_[i]), what);
+    OPTPIPE_CHECK(cudaEventElapsedTime(&end_ms, ref_ev_[gpu], end_ev_[i]), what);
+    t->start = ref_s_[gpu] + 1e-3 * start_ms;
+    t->end = ref_s_[gpu] + 1e-3 * end_ms;
+    return OkStatus();
+  }
+
+  void AbortNccl() {
+    for (Device& dv : devs_) {
+      if (dv.comm != nullptr) ncclCommAbort(dv.comm);
+      dv.comm = nullptr;
+    }
+    nccl_ = false;
+  }
+
+  // Best effort: errors while tearing down have nowhere to go.
+  void Release() {
+    if (abort_ != nullptr) *abort_ = 1;
+    for (Device& dv : devs_) {
+      if (cudaSetDevice(dv.gpu) != cudaSuccess) continue;
+      for (cudaStream_t s : {dv.compute, dv.copy, dv.p2p}) {
+        if (s != nullptr) cudaStreamSynchronize(s);
+      }
+    }
+    for (Device& dv : devs_) {
+      if (dv.comm != nullptr) ncclCommDestroy(dv.comm);
+    }
+    for (Device& dv : devs_) {
+      if (cudaSetDevice(dv.gpu) != cudaSuccess) continue;
+      for (cudaStream_t s : {dv.compute, dv.copy, dv.p2p}) {
+        if (s != nullptr) cudaStreamDestroy(s);
+      }
+      if (dv.send) cudaFree(dv.send);
+      if (dv.recv) cudaFree(dv.recv);
+      if (dv.stamps) cudaFree(dv.stamps);
+      if (dv.host) cudaFreeHost(dv.host);
+    }
+    for (std::vector<cudaEvent_t>* evs : {&start_ev_, &end_ev_, &arrive_ev_, &ref_ev_}) {
+      for (cudaEvent_t ev : *evs) {
+        if (ev != nullptr) cudaEventDestroy(ev);
+      }
+      evs->clear();
+    }
+    if (abort_ != nullptr) cudaFreeHost(const_cast<int*>(abort_));
+    abort_ = nullptr;
+    abort_dev_ = nullptr;
+    devs_.clear();
+    prepared_ = false;
+  }
+
+  CudaBackendOptions opt_;
+  const Problem* p_ = nullptr;
+  const RunControl* control_ = nullptr;
+  OpSpace space_;
+  int D_ = 0, gpus_ = 0, used_gpus_ = 0;
+  bool nccl_ = false, prepared_ = false;
+  std::vector<Device> devs_;
+  std::vector<Edge> edges_;
+  std::vector<cudaEvent_t> start_ev_, end_ev_, arrive_ev_;  // [op], [op], [edge]
+  std::vector<cudaEvent_t> ref_ev_;                         // [gpu] the iteration's clock pin
+  std::vector<double> ref_s_;                               // [gpu] its host time since the origin
+  volatile int* abort_ = nullptr;                           // mapped pinned host memory
+  volatile int* abort_dev_ = nullptr;                       // the same, as the GPUs see it
+  std::mutex mu_;                                           // NCCL groups, host arenas, deferred_
+  Status deferred_;
+  Clock::time_point origin_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const CudaBackendOptions& opt) {
+  if (opt.gpus < 0) return InvalidArgument("gpus: must be >= 0");
+  if (!(opt.drain_timeout_s >= 0)) return InvalidArgument("drain_timeout_s: must be >= 0");
+  StatusOr<int> n = CudaDeviceCount();
+  if (!n.ok()) return NotApplicable("no usable GPU: " + n.status().message());
+  if (*n == 0) return NotApplicable("no CUDA device");
+  return std::unique_ptr<Backend>(new CudaBackend(opt));
+}
+
+}  // namespace optpipe::runtime
