@@ -2,8 +2,11 @@
 #include <memory>
 #include <sstream>
 
+#include "core/chrome_trace.h"
 #include "core/format.h"
+#include "core/gantt_svg.h"
 #include "core/lower_bound.h"
+#include "core/pytorch_csv.h"
 #include "tools/cli.h"
 
 namespace optpipe::cli {
@@ -19,7 +22,8 @@ std::string Brief(const std::vector<double>& v) {
 }
 
 struct Args {
-  std::string problem, method = "1f1b", out;
+  std::string problem, method = "auto", out;
+  std::string svg, trace, csv;  // optional views of the result
   SolveOptions solve;
 };
 
@@ -29,9 +33,13 @@ int Run(const Args& a) {
   std::cerr << "optpipe: scheduling " << p->name << " (" << p->devices << " devices x "
             << p->microbatches << " micro-batches, " << p->stages() << " stages) with " << a.method
             << "\n";
-  StatusOr<Solution> sol = Solve(*p, a.method, a.solve);
-  if (!sol.ok()) return Fail(sol.status());
+  SolveOptions solve = a.solve;
+  solve.log = [](const std::string& line) { std::cerr << "optpipe: " << line << "\n"; };
+  StatusOr<Solved> solved = SolveDetailed(*p, a.method, solve);
+  if (!solved.ok()) return Fail(solved.status());
+  const Solution* sol = &solved->solution;
   TimedSchedule t = ToTimed(*p, sol->schedule, sol->sim);
+  t.info = solved->info;  // termination, bound (>= the core lower bound), gap, solve time
   const double bound = ComputeLowerBound(*p).value;
   if (!t.info.bound || *t.info.bound < bound) t.info.bound = bound;
   t.info.gap = sol->sim.objective > 0 ? (sol->sim.objective - *t.info.bound) / sol->sim.objective : 0.0;
@@ -40,6 +48,14 @@ int Run(const Args& a) {
     std::cout << text;
   } else if (Status st = WriteFile(a.out, text); !st.ok()) {
     return Fail(st);
+  }
+  for (const auto& [path, view] :
+       {std::pair{a.svg, 0}, std::pair{a.trace, 1}, std::pair{a.csv, 2}}) {
+    if (path.empty()) continue;
+    const std::string content = view == 0   ? GanttSvg(*p, t)
+                                : view == 1 ? ChromeTrace(*p, t)
+                                            : ToPytorchCsv(*p, sol->schedule);
+    if (Status st = WriteFile(path, content); !st.ok()) return Fail(st);
   }
   std::cerr << "optpipe: " << a.method << ": makespan " << sol->sim.makespan << ", device_span "
             << sol->sim.device_span << ", bound " << *t.info.bound << " (gap " << 100 * *t.info.gap
@@ -61,10 +77,18 @@ Command AddSchedule(CLI::App& app) {
                   "Wall-clock budget in seconds for methods that search")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  sub->add_option("--svg", args->svg,
+                  "Also draw it as a Gantt chart SVG (see `optpipe draw --help`)");
+  sub->add_option("--trace", args->trace,
+                  "Also write it as a Chrome/Perfetto trace JSON (1 unit = 1 ms)");
+  sub->add_option("--csv", args->csv,
+                  "Also write it as a PyTorch CSV (_load_csv(path, format=\"compute_only\"))");
   sub->footer(
       "The schedule is timed by the simulator and checked before it is written; the summary\n"
       "(makespan, lower bound and gap, bubble ratio, peak memory) goes to stderr.\n"
-      "Example: optpipe schedule tests/cases/unit-4x8.json --method 1f1b -o s.json");
+      "--svg, --trace and --csv write views of the same schedule; `optpipe draw` makes them\n"
+      "later from the JSON, `optpipe show` prints it as text.\n"
+      "Example: optpipe schedule tests/cases/unit-4x8.json --method 1f1b -o s.json --svg s.svg");
   return {sub, [args] { return Run(*args); }};
 }
 

@@ -31,7 +31,9 @@ int main(int argc, char** argv) {
       "3 method not applicable or infeasible."};
   app.require_subcommand(1);
   const std::vector<Command> commands = {AddSchedule(app), AddValidate(app), AddBound(app),
-                                         AddMethods(app)};
+                                         AddMethods(app), AddBench(app),
+                                         AddDraw(app), AddShow(app), AddImportCsv(app), AddRun(app),
+                                         AddPlan(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,41 +1,107 @@
-#include <iostream>
+#include <chrono>
+#include <optional>
+#include <sstream>
 
+#include "core/lower_bound.h"
+#include "exact/milp.h"
 #include "heuristics/auto_method.h"
 #include "tools/cli.h"
 
 namespace optpipe::cli {
 namespace {
 
-// auto, with its story on stderr: what every seed scored, which won, what the
-// search added.
-StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& opt) {
-  StatusOr<AutoResult> r = RunAuto(p, opt);
+constexpr const char* kMilpSummary =
+    "exact MILP (OptPipe App. C, tightened) on lp_solve, warm-started from the best heuristic; "
+    "never worse than it, proves optimality on small problems (--time-limit)";
+
+double Since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// auto, telling its story through `log`: what every seed scored, which won,
+// what tuning and search added.
+StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
+                             const std::function<void(const std::string&)>& log) {
+  StatusOr<AutoResult> r = RunAuto(p, search);
   if (!r.ok()) return r.status();
-  for (const SeedOutcome& s : r->seeds) {
-    std::cerr << "optpipe:   " << s.method << std::string(s.method.size() < 11 ? 11 - s.method.size() : 1, ' ');
-    if (s.status.ok()) {
-      std::cerr << s.objective << (s.method == r->winner ? "  <- best seed" : "") << "\n";
-    } else {
-      std::string why = s.status.message();
-      if (why.size() > 90) why = why.substr(0, 87) + "...";
-      std::cerr << "-  (" << why << ")\n";
+  if (log) {
+    for (const SeedOutcome& s : r->seeds) {
+      std::ostringstream line;
+      line << "  " << s.method << std::string(s.method.size() < 11 ? 11 - s.method.size() : 1, ' ');
+      if (s.status.ok()) {
+        line << s.objective;
+      } else {
+        std::string why = s.status.message();
+        if (why.size() > 90) why = why.substr(0, 87) + "...";
+        line << "-  (" << why << ")";
+      }
+      log(line.str());
     }
+    const SearchResult& sr = r->search;
+    std::ostringstream line;
+    line << "auto: best seed " << r->winner << ", local search " << sr.start_objective << " -> "
+         << sr.sim.objective << " (" << sr.improvements << " improvements, " << sr.evaluations
+         << " evaluations in " << sr.seconds << " s, stopped: " << ToString(sr.stop) << ")";
+    log(line.str());
   }
-  const SearchResult& sr = r->search;
-  std::cerr << "optpipe: local search from " << r->winner << ": " << sr.start_objective << " -> "
-            << sr.sim.objective << " (" << sr.improvements << " improvements, " << sr.evaluations
-            << " evaluations in " << sr.seconds << " s, stopped: " << ToString(sr.stop) << ")\n";
   return std::move(r->solution);
+}
+
+StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  // Warm start: auto with a fifth of the budget.
+  SearchOptions search;
+  search.time_limit_s = opt.time_limit_s / 5;
+  StatusOr<Solution> auto_run = SolveAuto(p, search, opt.log);
+  const std::optional<Solution> warm =
+      auto_run.ok() ? std::optional<Solution>(std::move(*auto_run)) : std::nullopt;
+  MilpOptions mo;
+  mo.time_limit_s = std::max(0.0, opt.time_limit_s - Since(t0));
+  mo.log = opt.log;
+  StatusOr<MilpResult> r = SolveMilp(p, mo, warm ? &warm->schedule : nullptr);
+  if (!r.ok()) return r.status();
+  if (!r->schedule) {
+    if (r->termination == MilpTermination::kInfeasible) {
+      return Infeasible("milp: no schedule fits the memory limit (the model is infeasible)");
+    }
+    return Infeasible("milp: no heuristic fits the memory limit and the MILP found no schedule in " +
+                      std::to_string(opt.time_limit_s) + " s (" + ToString(r->termination) + ")");
+  }
+  Solved out{Solution{std::move(*r->schedule), std::move(*r->sim)}, SolveInfo{}};
+  out.solution.schedule.method = "milp";
+  out.info.termination = ToString(r->termination);
+  out.info.bound = r->bound;
+  out.info.gap = r->gap;
+  out.info.solve_seconds = Since(t0);
+  return out;
 }
 
 }  // namespace
 
-StatusOr<Solution> Solve(const Problem& p, const std::string& method, const SolveOptions& opt) {
+StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method, const SolveOptions& opt) {
+  if (method == "milp") return SolveWithMilp(p, opt);
+  if (!FindMethod(method)) {
+    return InvalidArgument("--method: unknown method '" + method + "'; `optpipe methods` lists them");
+  }
+  const auto t0 = std::chrono::steady_clock::now();
   SearchOptions search;
   search.time_limit_s = opt.time_limit_s;
-  if (method == "auto") return SolveAuto(p, search);
-  if (FindMethod(method)) return RunMethod(p, method, search);
-  return InvalidArgument("--method: unknown method '" + method + "'; `optpipe methods` lists them");
+  StatusOr<Solution> s = method == "auto" ? SolveAuto(p, search, opt.log) : RunMethod(p, method, search);
+  if (!s.ok()) return s.status();
+  Solved out{std::move(*s), SolveInfo{}};
+  const double bound = ComputeLowerBound(p).value;
+  out.info.bound = bound;
+  out.info.gap = out.solution.sim.objective > 0
+                     ? (out.solution.sim.objective - bound) / out.solution.sim.objective
+                     : 0.0;
+  out.info.solve_seconds = Since(t0);
+  return out;
+}
+
+StatusOr<Solution> Solve(const Problem& p, const std::string& method, const SolveOptions& opt) {
+  StatusOr<Solved> s = SolveDetailed(p, method, opt);
+  if (!s.ok()) return s.status();
+  return std::move(s->solution);
 }
 
 std::vector<MethodLine> ListMethods(const Problem* p) {
@@ -43,6 +109,7 @@ std::vector<MethodLine> ListMethods(const Problem* p) {
   for (const MethodInfo& m : Methods()) {
     out.push_back({m.name, m.summary, p ? m.applicable(*p) : OkStatus()});
   }
+  out.push_back({"milp", kMilpSummary, OkStatus()});
   return out;
 }
 

@@ -1,0 +1,166 @@
+// lp_solve 5.5 wrapper. lp_lib.h defines thousands of macros (TRUE, REAL, LE,
+// OPTIMAL, ...): it is included here and nowhere else.
+#include "exact/lp_solve_backend.h"
+
+#include <lpsolve/lp_lib.h>
+
+#include <exception>
+#include <string>
+#include <vector>
+
+namespace optpipe::milp {
+namespace {
+
+struct Context {
+  const LpParams* params = nullptr;
+  int columns = 0;
+  bool root_reported = false;
+  bool has_incumbent = false;
+  std::vector<double> incumbent;
+  double incumbent_objective = 0;
+};
+
+int __WINAPI AbortCallback(lprec*, void* handle) {
+  auto* ctx = static_cast<Context*>(handle);
+  try {
+    return ctx->params->should_stop && ctx->params->should_stop() ? TRUE : FALSE;
+  } catch (...) {
+    return TRUE;
+  }
+}
+
+void __WINAPI MessageCallback(lprec* lp, void* handle, int msg) {
+  auto* ctx = static_cast<Context*>(handle);
+  try {
+    if (msg == MSG_LPOPTIMAL) {
+      // The first LP solved in branch and bound is the root relaxation.
+      if (!ctx->root_reported && ctx->params->on_root_bound) ctx->params->on_root_bound(lp->solution[0]);
+      ctx->root_reported = true;
+      return;
+    }
+    if (msg != MSG_MILPFEASIBLE && msg != MSG_MILPBETTER) return;
+    // Presolve is off, so best_solution is [objective, rows..., columns...].
+    const REAL* best = lp->best_solution;
+    const double obj = best[0];
+    if (ctx->has_incumbent && obj >= ctx->incumbent_objective) return;
+    ctx->incumbent.assign(best + lp->rows + 1, best + lp->rows + 1 + ctx->columns);
+    ctx->incumbent_objective = obj;
+    ctx->has_incumbent = true;
+    if (ctx->params->on_incumbent) ctx->params->on_incumbent(ctx->incumbent, obj);
+  } catch (...) {
+    // Nothing may cross lp_solve's C frames; the final read-out still happens.
+  }
+}
+
+std::string CodeName(int ret) {
+  switch (ret) {
+    case NOMEMORY: return "out of memory";
+    case UNBOUNDED: return "unbounded";
+    case DEGENERATE: return "degenerate";
+    case NUMFAILURE: return "numerical failure";
+    case PROCFAIL: return "branch and bound failed";
+    default: return "return code " + std::to_string(ret);
+  }
+}
+
+}  // namespace
+
+LpOutcome SolveWithLpSolve(const Model& model, const LpParams& params) {
+  LpOutcome out;
+  const int ncols = static_cast<int>(model.cols.size());
+  lprec* lp = make_lp(0, ncols);
+  if (!lp) {
+    out.error = "lp_solve: make_lp failed";
+    return out;
+  }
+  set_verbose(lp, NEUTRAL);
+  set_outputfile(lp, const_cast<char*>(""));  // "" silences every print
+  set_add_rowmode(lp, TRUE);
+  std::vector<REAL> vals;
+  std::vector<int> idx;
+  bool ok = true;
+  {
+    REAL one = 1.0;
+    int c = model.objective_col + 1;
+    ok = set_obj_fnex(lp, 1, &one, &c) == TRUE;
+  }
+  set_minim(lp);
+  for (int j = 0; ok && j < ncols; ++j) {
+    const Column& col = model.cols[j];
+    ok = set_bounds(lp, j + 1, col.lb, col.ub) == TRUE;
+    if (ok && col.integer) ok = set_int(lp, j + 1, TRUE) == TRUE;
+  }
+  for (std::size_t r = 0; ok && r < model.rows.size(); ++r) {
+    const Row& row = model.rows[r];
+    vals.clear();
+    idx.clear();
+    for (const Term& t : row.terms) {
+      vals.push_back(t.coef);
+      idx.push_back(t.col + 1);
+    }
+    ok = add_constraintex(lp, static_cast<int>(vals.size()), vals.data(), idx.data(),
+                          row.sense == Sense::kLe ? LE : GE, row.rhs) == TRUE;
+  }
+  if (ok) ok = set_add_rowmode(lp, FALSE) == TRUE;
+  if (!ok) {
+    delete_lp(lp);
+    out.error = "lp_solve: building the model failed";
+    return out;
+  }
+  for (int j = 0; j < ncols; ++j) {
+    const int hint = model.cols[j].hint;
+    if (hint != 0) set_var_branch(lp, j + 1, hint > 0 ? BRANCH_CEILING : BRANCH_FLOOR);
+  }
+  set_presolve(lp, PRESOLVE_NONE, get_presolveloops(lp));
+  set_mip_gap(lp, TRUE, params.absolute_gap);
+  set_mip_gap(lp, FALSE, params.relative_gap);
+
+  Context ctx;
+  ctx.params = &params;
+  ctx.columns = ncols;
+  put_abortfunc(lp, AbortCallback, &ctx);
+  put_msgfunc(lp, MessageCallback, &ctx, MSG_LPOPTIMAL | MSG_MILPFEASIBLE | MSG_MILPBETTER);
+
+  const int ret = solve(lp);
+  out.nodes = static_cast<std::int64_t>(get_total_nodes(lp));
+  const auto read_final = [&] {
+    std::vector<REAL> v(ncols);
+    if (get_variables(lp, v.data()) == TRUE) {
+      out.values.assign(v.begin(), v.end());
+      out.objective = get_objective(lp);
+      out.has_solution = true;
+    }
+  };
+  switch (ret) {
+    case OPTIMAL:
+    case PRESOLVED:
+      out.code = LpOutcome::Code::kOptimal;
+      read_final();
+      break;
+    case SUBOPTIMAL:
+      out.code = LpOutcome::Code::kStopped;
+      read_final();
+      break;
+    case USERABORT:
+    case TIMEOUT:
+      out.code = LpOutcome::Code::kStopped;
+      break;
+    case INFEASIBLE:
+      out.code = LpOutcome::Code::kInfeasible;
+      break;
+    default:
+      out.code = LpOutcome::Code::kError;
+      out.error = "lp_solve: " + CodeName(ret);
+      break;
+  }
+  // The callback's copy covers stops that leave no final solution to read.
+  if (!out.has_solution && ctx.has_incumbent && out.code != LpOutcome::Code::kInfeasible) {
+    out.values = ctx.incumbent;
+    out.objective = ctx.incumbent_objective;
+    out.has_solution = true;
+  }
+  delete_lp(lp);
+  return out;
+}
+
+}  // namespace optpipe::milp

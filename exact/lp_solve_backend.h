@@ -1,0 +1,40 @@
+// Hands a milp::Model to lp_solve 5.5 (the only file that sees lp_solve is
+// lp_solve_backend.cc: its macros stay out of every header).
+//
+//   LpOutcome out = SolveWithLpSolve(model, params);
+//   if (out.has_solution) Decode(problem, model, out.values);
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "exact/model.h"
+
+namespace optpipe::milp {
+
+struct LpParams {
+  // Polled by lp_solve between nodes and simplex iterations; true stops the search.
+  std::function<bool()> should_stop;
+  // Every new incumbent: column values and objective.
+  std::function<void(const std::vector<double>&, double)> on_incumbent;
+  // Called once with the root LP relaxation's objective.
+  std::function<void(double)> on_root_bound;
+  double absolute_gap = 1e-9;  // a node is pruned when it cannot beat the incumbent by this much
+  double relative_gap = 1e-9;
+};
+
+struct LpOutcome {
+  enum class Code { kOptimal, kStopped, kInfeasible, kError };
+  Code code = Code::kError;
+  bool has_solution = false;
+  std::vector<double> values;  // per model column
+  double objective = 0;
+  std::int64_t nodes = 0;
+  std::string error;  // kError: what lp_solve said
+};
+
+LpOutcome SolveWithLpSolve(const Model& model, const LpParams& params);
+
+}  // namespace optpipe::milp

@@ -1,0 +1,236 @@
+#include "exact/milp.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+#include "core/checker.h"
+#include "core/lower_bound.h"
+#include "exact/lp_solve_backend.h"
+#include "exact/model.h"
+
+namespace optpipe {
+
+const char* ToString(MilpTermination t) {
+  switch (t) {
+    case MilpTermination::kOptimal: return "optimal";
+    case MilpTermination::kTimeLimit: return "time_limit";
+    case MilpTermination::kInterrupted: return "interrupted";
+    case MilpTermination::kInfeasible: return "infeasible";
+  }
+  return "unknown";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One micro-batch at a time through the pipeline and back: the schedule of
+// least memory (OptPipe 4.1.3), a warm start of last resort.
+Schedule SequentialSchedule(const Problem& p) {
+  Schedule s = Schedule::Empty(p, "sequential");
+  for (int m = 0; m < p.microbatches; ++m) {
+    for (int st = 0; st < p.stages(); ++st) s.compute[p.stage_device[st]].push_back({OpType::kF, st, m});
+    for (int st = p.stages() - 1; st >= 0; --st) {
+      auto& lane = s.compute[p.stage_device[st]];
+      lane.push_back({OpType::kB, st, m});
+      if (p.split_backward) lane.push_back({OpType::kW, st, m});
+    }
+  }
+  return s;
+}
+
+std::string Num(double x) {
+  std::ostringstream os;
+  os << std::setprecision(6) << x;
+  return os.str();
+}
+
+double Gap(double objective, double bound) {
+  return objective > 0 ? std::max(0.0, (objective - bound) / objective) : 0.0;
+}
+
+}  // namespace
+
+StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt, const Schedule* warm_start) {
+  const Clock::time_point t0 = Clock::now();
+  const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  if (Status st = Validate(p); !st.ok()) return st;
+  if (!(opt.time_limit_s >= 0) || !std::isfinite(opt.time_limit_s)) {
+    return InvalidArgument("time_limit_s: must be a finite number >= 0");
+  }
+  const auto log = [&](const std::string& line) {
+    if (opt.log) {
+      std::ostringstream t;
+      t << std::fixed << std::setprecision(2) << elapsed();
+      opt.log("milp: t=" + t.str() + "s " + line);
+    }
+  };
+
+  MilpResult res;
+  const double core_bound = ComputeLowerBound(p).value;
+  Simulator simulator(p);
+  std::optional<Schedule> best;
+  std::optional<SimResult> best_sim;
+  if (warm_start) {
+    StatusOr<SimResult> r = simulator.Run(*warm_start);
+    if (!r.ok()) return InvalidArgument("warm start: " + r.status().message());
+    best = *warm_start;
+    best_sim = *r;
+    res.warm_start_method = warm_start->method;
+  } else {
+    Schedule seq = SequentialSchedule(p);
+    if (StatusOr<SimResult> r = simulator.Run(seq); r.ok()) {
+      best = std::move(seq);
+      best_sim = *r;
+      res.warm_start_method = "sequential";
+    }
+  }
+  res.from_warm_start = best.has_value();
+  const double grain = milp::TimeGrain(p);
+  const double tol = 1e-9 * std::max(1.0, best_sim ? best_sim->objective : 1.0);
+
+  // Why the search stopped: the first limit reached.
+  std::optional<MilpTermination> stopped;
+  const auto should_stop = [&] {
+    if (!stopped) {
+      if (opt.stop && opt.stop->load()) {
+        stopped = MilpTermination::kInterrupted;
+      } else if (elapsed() >= opt.time_limit_s) {
+        stopped = MilpTermination::kTimeLimit;
+      }
+    }
+    return stopped.has_value();
+  };
+
+  const auto finish = [&](MilpTermination term, double milp_bound) -> StatusOr<MilpResult> {
+    res.termination = term;
+    res.stats.solve_seconds = elapsed() - res.stats.build_seconds;
+    if (best) {
+      res.objective = best_sim->objective;
+      res.bound = std::min(std::max(core_bound, milp_bound), res.objective);
+      // Optimal: nothing beats the incumbent by a grain. (When the model's
+      // optimum re-times worse, with offload or inexact device heads, the
+      // bound stays the model's.)
+      if (term == MilpTermination::kOptimal &&
+          res.objective <= std::max(core_bound, milp_bound) + std::max(tol, 0.5 * grain)) {
+        res.bound = res.objective;
+      }
+      res.gap = Gap(res.objective, res.bound);
+      const CheckReport rep = CheckSchedule(p, ToTimed(p, *best, *best_sim));
+      if (!rep.valid()) return Internal("milp: the best schedule fails the checker: " + rep.errors.front());
+      res.schedule = std::move(best);
+      res.sim = std::move(best_sim);
+    } else {
+      res.bound = std::max(core_bound, milp_bound);
+    }
+    log(std::string(ToString(term)) + (res.schedule ? ": objective " + Num(res.objective) : ": no schedule") +
+        " bound " + Num(res.bound) + " gap " + Num(100 * res.gap) + "% nodes " +
+        std::to_string(res.stats.nodes));
+    return std::move(res);
+  };
+
+  // Nothing to refine when the warm start meets the bound.
+  if (best && best_sim->objective <= core_bound + std::max(tol, 0.5 * grain)) {
+    return finish(MilpTermination::kOptimal, core_bound);
+  }
+
+  milp::BuildOptions bo;
+  bo.horizon = best ? milp::ModelObjective(p, *best_sim) : milp::SerialHorizon(p);
+  bo.lower_bound = core_bound;
+  bo.load_cuts = opt.load_cuts;
+  bo.triangle_cuts = opt.triangle_cuts;
+  bo.max_triangle_cuts = opt.max_triangle_cuts;
+  bo.fix_microbatch_order = opt.fix_microbatch_order;
+  milp::Hint hint;
+  if (best) hint = {&*best, &*best_sim};
+  const milp::Model model = milp::BuildModel(p, bo, hint);
+  res.stats.ops = static_cast<int>(model.ops.size());
+  res.stats.order_binaries = model.order_binaries;
+  res.stats.pairs_fixed = model.pairs_fixed;
+  res.stats.offload_binaries = model.offload_binaries;
+  res.stats.copy_order_binaries = model.copy_order_binaries;
+  res.stats.memory_binaries = model.memory_binaries;
+  res.stats.triangle_cuts = model.triangle_cuts;
+  res.stats.columns = static_cast<int>(model.cols.size());
+  res.stats.rows = static_cast<int>(model.rows.size());
+  res.stats.nonzeros = static_cast<int>(model.nonzeros());
+  res.stats.horizon = bo.horizon;
+  res.stats.build_seconds = elapsed();
+  log("model: " + std::to_string(res.stats.columns) + " columns (" +
+      std::to_string(model.order_binaries) + " order, " + std::to_string(model.offload_binaries) +
+      " offload, " + std::to_string(model.copy_order_binaries) + " link order, " +
+      std::to_string(model.memory_binaries) + " memory binaries; " + std::to_string(model.pairs_fixed) +
+      " pairs fixed), " + std::to_string(res.stats.rows) + " rows, horizon " + Num(bo.horizon) +
+      (best ? " from " + res.warm_start_method : ""));
+
+  if (model.infeasible) {
+    if (best) {
+      // The warm start lies inside every window, so this is a modelling bug.
+      return Internal("milp: the model rejects its own warm start: " + model.infeasible_reason);
+    }
+    log("infeasible: " + model.infeasible_reason);
+    return finish(MilpTermination::kInfeasible, core_bound);
+  }
+  if (should_stop()) return finish(*stopped, core_bound);
+
+  // A MILP solution, decoded and re-timed by the simulator; kept if better.
+  const auto consider = [&](const std::vector<double>& values, double milp_objective) {
+    Schedule s = milp::Decode(p, model, values);
+    StatusOr<SimResult> r = simulator.Run(s);
+    if (!r.ok()) {
+      log("a solution of objective " + Num(milp_objective) + " does not simulate: " + r.status().message());
+      return;
+    }
+    res.stats.max_retime_excess = std::max(res.stats.max_retime_excess, r->objective - milp_objective);
+    if (best && r->objective >= best_sim->objective - tol) return;
+    best = std::move(s);
+    best_sim = *r;
+    res.from_warm_start = false;
+    ++res.stats.improvements;
+    log("incumbent " + Num(best_sim->objective) + " (milp " + Num(milp_objective) + ") bound " +
+        Num(std::max(core_bound, res.stats.root_bound)));
+    if (opt.on_improvement) opt.on_improvement(*best, *best_sim);
+  };
+
+  milp::LpParams lp;
+  lp.should_stop = should_stop;
+  lp.on_incumbent = consider;
+  lp.on_root_bound = [&](double v) {
+    res.stats.root_bound = v;
+    log("root relaxation " + Num(v));
+  };
+  // With every time a multiple of the grain, so is every objective: a node
+  // that cannot beat the incumbent by a full grain cannot beat it at all.
+  if (grain > 0) lp.absolute_gap = 0.99 * grain;
+  const milp::LpOutcome out = milp::SolveWithLpSolve(model, lp);
+  res.stats.nodes = out.nodes;
+  if (out.has_solution) consider(out.values, out.objective);
+
+  switch (out.code) {
+    case milp::LpOutcome::Code::kOptimal: {
+      // Optimal for the model: nothing beats max(incumbent, horizon) by a grain.
+      const double milp_bound = out.has_solution ? std::min(out.objective, bo.horizon) : bo.horizon;
+      return finish(MilpTermination::kOptimal, milp_bound);
+    }
+    case milp::LpOutcome::Code::kStopped:
+      return finish(stopped.value_or(MilpTermination::kTimeLimit), res.stats.root_bound);
+    case milp::LpOutcome::Code::kInfeasible:
+      if (best) {
+        log("lp_solve reports infeasible although the warm start fits: keeping it");
+        return finish(MilpTermination::kTimeLimit, core_bound);
+      }
+      return finish(MilpTermination::kInfeasible, core_bound);
+    case milp::LpOutcome::Code::kError:
+      if (best) {
+        log(out.error + ": keeping the best schedule so far");
+        return finish(stopped.value_or(MilpTermination::kTimeLimit), res.stats.root_bound);
+      }
+      return Internal("milp: " + out.error);
+  }
+  return Internal("milp: unreachable");
+}
+
+}  // namespace optpipe

@@ -1,0 +1,108 @@
+// SolveMilp: exact refinement of a schedule with a mixed-integer model (OptPipe
+// Appendix C, tightened as in its section 4) solved by lp_solve.
+//
+// The model orders every pair of compute ops of a device whose order is not
+// already implied, chooses which activations to offload and orders the O/R ops
+// of every host link, with continuous start times and the memory rule of
+// FORMAT.md written exactly (exact/model.h has the formulation). A warm start
+// steers the first dive of branch and bound and caps the objective, so the
+// result is never worse than it. Every returned schedule is re-timed by the
+// core Simulator and passes CheckSchedule.
+//
+//   MilpOptions opt;
+//   opt.time_limit_s = 10;
+//   opt.log = [](const std::string& line) { std::cerr << line << "\n"; };
+//   StatusOr<MilpResult> r = SolveMilp(problem, opt, &warm_start);
+//   if (r.ok() && r->schedule) Use(*r->schedule, r->objective, r->bound);
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "core/problem.h"
+#include "core/schedule.h"
+#include "core/simulator.h"
+#include "core/status.h"
+
+namespace optpipe {
+
+struct MilpOptions {
+  // Wall-clock budget for the whole call (model building included); fractions
+  // of a second are honoured.
+  double time_limit_s = 10.0;
+  // Set to true from any thread to stop the search; the result keeps the incumbent.
+  const std::atomic<bool>* stop = nullptr;
+  // Called with every schedule better than the best so far (simulated, valid).
+  std::function<void(const Schedule&, const SimResult&)> on_improvement;
+  // Progress lines ("t=1.20s incumbent 30 bound 27 gap 10.0% nodes 812"); the
+  // library prints nothing itself.
+  std::function<void(const std::string&)> log;
+  // Cuts tying a device's load to the objective and to start times (valid for
+  // both objectives; they lift the LP bound from "critical path" towards the
+  // device bound).
+  bool load_cuts = true;
+  // Transitivity (triangle) cuts on the ordering binaries of each device
+  // (OptPipe section 4.1.2), added while their number stays below max_triangle_cuts.
+  bool triangle_cuts = false;
+  std::int64_t max_triangle_cuts = 200000;
+  // Fix the order of the micro-batches of every (op type, stage) (OptPipe
+  // section 4.1.1). Without offload this loses no optimum: sorting each type's
+  // start times per stage keeps every dependency, lane and memory count. With
+  // offload it is the paper's restriction (an O/R pair must fit between the F
+  // and the B of one micro-batch, which a re-labelling can break).
+  bool fix_microbatch_order = true;
+};
+
+enum class MilpTermination {
+  kOptimal,      // the incumbent is optimal (bound == objective within the time grain)
+  kTimeLimit,    // stopped by time_limit_s
+  kInterrupted,  // stopped by `stop`
+  kInfeasible,   // no schedule fits the memory limit
+};
+const char* ToString(MilpTermination t);
+
+struct MilpStats {
+  int ops = 0;                   // op start-time columns (compute + candidate O/R)
+  int order_binaries = 0;        // device lane pairs left to the solver
+  int pairs_fixed = 0;           // device lane pairs whose order was implied
+  int offload_binaries = 0;      // one per activation that may be offloaded
+  int copy_order_binaries = 0;   // host-link O/R pairs left to the solver
+  int memory_binaries = 0;       // "has ended / has started by" indicators across lanes
+  int columns = 0, rows = 0, nonzeros = 0;
+  int triangle_cuts = 0;
+  double horizon = 0;            // objective cap the big-M values derive from
+  double root_bound = 0;         // LP relaxation at the root (0 if not reached)
+  std::int64_t nodes = 0;        // branch-and-bound nodes
+  int improvements = 0;          // incumbents the solver found better than the warm start
+  // Largest (simulated objective - MILP objective) over the solver's solutions:
+  // <= 0 means re-timing never lost anything (always so without offload).
+  double max_retime_excess = -std::numeric_limits<double>::infinity();
+  double build_seconds = 0, solve_seconds = 0;
+};
+
+struct MilpResult {
+  MilpTermination termination = MilpTermination::kTimeLimit;
+  // The best schedule (simulated and checked); absent only when there is none:
+  // infeasible, or stopped before any was found without a warm start.
+  std::optional<Schedule> schedule;
+  std::optional<SimResult> sim;
+  double objective = 0;  // sim->objective when there is a schedule
+  double bound = 0;      // max(MILP bound, ComputeLowerBound); == objective when optimal
+  double gap = 0;        // (objective - bound) / objective
+  bool from_warm_start = false;  // the solver found nothing better than the warm start
+  std::string warm_start_method;
+  MilpStats stats;
+};
+
+// `warm_start` (may be null) must be a schedule of `p` that Simulate accepts.
+// Without one, a sequential schedule (one micro-batch at a time) is tried.
+// Errors: kInvalidArgument for an invalid problem or warm start, kInternal if
+// lp_solve fails. Infeasibility and stops are results, not errors.
+StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
+                               const Schedule* warm_start = nullptr);
+
+}  // namespace optpipe

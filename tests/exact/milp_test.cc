@@ -1,0 +1,263 @@
+#include "exact/milp.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <limits>
+
+#include "core/checker.h"
+#include "core/lower_bound.h"
+#include "core/simulator.h"
+#include "exact/model.h"
+#include "heuristics/method.h"
+#include "tests/testing.h"
+
+namespace optpipe {
+namespace {
+
+constexpr double kTol = 1e-6;
+
+// The optimum over every order-driven schedule of a tiny problem.
+double BruteForceOptimum(const Problem& p, bool offload) {
+  double best = std::numeric_limits<double>::infinity();
+  Simulator sim(p);
+  testing::ForEachSchedule(p, offload, [&](const Schedule& s) {
+    StatusOr<SimResult> r = sim.Run(s);
+    if (r.ok()) best = std::min(best, r->objective);
+  });
+  return best;
+}
+
+// The best valid heuristic schedule, the warm start the CLI uses.
+std::optional<Solution> BestHeuristic(const Problem& p) {
+  std::optional<Solution> best;
+  for (const char* name : {"gpipe", "1f1b"}) {
+    StatusOr<Solution> s = RunMethod(p, name);
+    if (s.ok() && (!best || s->sim.objective < best->sim.objective)) best = *s;
+  }
+  return best;
+}
+
+// Everything every result promises: a checked schedule whose objective is the
+// simulator's, a bound below it, re-timing never worse than the MILP's value.
+void ExpectSound(const Problem& p, const MilpResult& r, const std::string& what) {
+  EXPECT_LE(r.bound, r.objective + kTol) << what;
+  EXPECT_GE(r.bound, ComputeLowerBound(p).value - kTol) << what;
+  if (!r.schedule) return;
+  ASSERT_TRUE(r.sim.has_value()) << what;
+  StatusOr<SimResult> sim = Simulate(p, *r.schedule);
+  ASSERT_TRUE(sim.ok()) << what << ": " << sim.status().message();
+  EXPECT_NEAR(sim->objective, r.objective, kTol) << what;
+  const CheckReport rep = CheckSchedule(p, ToTimed(p, *r.schedule, *sim));
+  EXPECT_TRUE(rep.valid()) << what << ": " << (rep.valid() ? "" : rep.errors.front());
+  EXPECT_NEAR(rep.objective, r.objective, kTol) << what;
+  EXPECT_LE(r.stats.max_retime_excess, kTol) << what << ": the simulator re-timed a MILP solution worse";
+}
+
+struct Case {
+  std::string name;
+  Problem p;
+  bool offload = false;
+};
+
+std::vector<Case> TinyCases() {
+  std::vector<Case> cases;
+  std::mt19937 rng(7);
+  for (auto [d, m] : {std::pair{2, 2}, {2, 3}, {3, 2}}) {
+    for (bool split : {true, false}) {
+      if (split && d == 2 && m == 3) continue;  // 2.8M orders: too slow to enumerate here
+      const std::string tag = std::to_string(d) + "x" + std::to_string(m) + (split ? "-split" : "-fused");
+      cases.push_back({"unit-" + tag, testing::UnitProblem(d, m, split)});
+      cases.push_back({"random-" + tag, testing::RandomProblem(rng, d, m, 1, split)});
+      // A memory limit that binds: one activation fewer than 1F1B keeps on stage 0.
+      Problem lim = testing::RandomProblem(rng, d, m, 1, split);
+      lim.memory_limit = std::vector<double>(d);
+      for (int k = 0; k < d; ++k) {
+        (*lim.memory_limit)[k] = lim.static_memory[k] + lim.activation[k] * std::max(1.0, d - k - 0.5);
+      }
+      cases.push_back({"limited-" + tag, lim});
+    }
+  }
+  cases.push_back({"interleaved-2x1x2", testing::RandomProblem(rng, 2, 1, 2, true)});
+  // Offload under tight limits: the optimum must weigh the host link.
+  for (bool split : {false, true}) {
+    Problem off = testing::RandomProblem(rng, 2, 2, 1, split, true);
+    off.memory_limit = std::vector<double>{off.static_memory[0] + off.activation[0] * 1.5,
+                                           off.static_memory[1] + off.activation[1] * 2};
+    cases.push_back({std::string("offload-2x2-") + (split ? "split" : "fused"), off, true});
+  }
+  Problem shared = testing::RandomProblem(rng, 2, 2, 1, false, true);
+  shared.host_links = {{0, 1}};
+  shared.memory_limit = std::vector<double>{shared.static_memory[0] + shared.activation[0] * 1.2,
+                                            shared.static_memory[1] + shared.activation[1] * 1.2};
+  cases.push_back({"offload-shared-link", shared, true});
+  return cases;
+}
+
+TEST(Milp, OptimumEqualsBruteForceOnTinyProblems) {
+  for (const Case& c : TinyCases()) {
+    for (Objective obj : {Objective::kMakespan, Objective::kDeviceSpan}) {
+      Problem p = c.p;
+      p.objective = obj;
+      const std::string what = c.name + (obj == Objective::kMakespan ? " makespan" : " device_span");
+      const double brute = BruteForceOptimum(p, c.offload);
+      ASSERT_LT(brute, std::numeric_limits<double>::infinity()) << what;
+      std::optional<Solution> warm = BestHeuristic(p);
+      MilpOptions opt;
+      opt.time_limit_s = 20;
+      for (bool with_warm : {true, false}) {
+        StatusOr<MilpResult> r = SolveMilp(p, opt, with_warm && warm ? &warm->schedule : nullptr);
+        ASSERT_TRUE(r.ok()) << what << ": " << r.status().message();
+        EXPECT_EQ(r->termination, MilpTermination::kOptimal) << what;
+        ASSERT_TRUE(r->schedule.has_value()) << what;
+        EXPECT_NEAR(r->objective, brute, kTol) << what << (with_warm ? " (warm)" : " (cold)");
+        EXPECT_NEAR(r->bound, r->objective, kTol) << what;
+        EXPECT_NEAR(r->gap, 0.0, kTol) << what;
+        ExpectSound(p, *r, what);
+      }
+    }
+  }
+}
+
+TEST(Milp, TriangleCutsAndFreeOrderKeepTheOptimum) {
+  for (const Case& c : TinyCases()) {
+    if (c.offload) continue;  // free micro-batch order with offload: too many pairs for a unit test
+    const double brute = BruteForceOptimum(c.p, false);
+    MilpOptions opt;
+    opt.triangle_cuts = true;
+    opt.fix_microbatch_order = c.name.find("unit-2x2") != std::string::npos ? false : true;
+    opt.load_cuts = c.name.find("random") == std::string::npos;
+    StatusOr<MilpResult> r = SolveMilp(c.p, opt);
+    ASSERT_TRUE(r.ok()) << c.name;
+    EXPECT_EQ(r->termination, MilpTermination::kOptimal) << c.name;
+    EXPECT_NEAR(r->objective, brute, kTol) << c.name;
+    ExpectSound(c.p, *r, c.name);
+  }
+}
+
+TEST(Milp, NeverWorseThanAnyHeuristicAndBoundBelowIncumbent) {
+  std::mt19937 rng(23);
+  for (int trial = 0; trial < 8; ++trial) {
+    Problem p = testing::RandomProblem(rng, 2 + trial % 3, 3 + trial % 4, 1, trial % 2 == 0);
+    if (trial % 3 == 2) p.objective = Objective::kDeviceSpan;
+    if (trial % 4 == 1) {
+      p.memory_limit = p.static_memory;
+      for (int d = 0; d < p.devices; ++d) (*p.memory_limit)[d] += p.activation[d] * (p.devices - d);
+    }
+    std::optional<Solution> warm = BestHeuristic(p);
+    ASSERT_TRUE(warm.has_value());
+    MilpOptions opt;
+    opt.time_limit_s = 0.5;
+    StatusOr<MilpResult> r = SolveMilp(p, opt, &warm->schedule);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_TRUE(r->schedule.has_value());
+    for (const char* name : {"gpipe", "1f1b"}) {
+      StatusOr<Solution> h = RunMethod(p, name);
+      if (h.ok()) {
+        EXPECT_LE(r->objective, h->sim.objective + kTol) << name << " trial " << trial;
+      }
+    }
+    ExpectSound(p, *r, "trial " + std::to_string(trial));
+  }
+}
+
+TEST(Milp, InfeasibleMemoryLimitIsAResult) {
+  // Below one activation: no F can ever start.
+  Problem p = testing::UnitProblem(2, 2, true);
+  p.memory_limit = std::vector<double>{0.5, 0.5};
+  StatusOr<MilpResult> r = SolveMilp(p, MilpOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->termination, MilpTermination::kInfeasible);
+  EXPECT_FALSE(r->schedule.has_value());
+  // Two stages on one device need both activations at once (F of stage 1
+  // starts while stage 0's activation waits for its B); no offload.
+  std::mt19937 rng(5);
+  Problem two = testing::RandomProblem(rng, 1, 2, 2, false);
+  two.memory_limit = std::vector<double>{two.static_memory[0] +
+                                         std::max(two.activation[0], two.activation[1]) + 0.01};
+  r = SolveMilp(two, MilpOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->termination, MilpTermination::kInfeasible);
+  EXPECT_FALSE(r->schedule.has_value());
+}
+
+TEST(Milp, HonoursSubSecondTimeLimitAndKeepsTheWarmStart) {
+  std::mt19937 rng(99);
+  Problem p = testing::RandomProblem(rng, 4, 8, 1, true);
+  std::optional<Solution> warm = BestHeuristic(p);
+  ASSERT_TRUE(warm.has_value());
+  MilpOptions opt;
+  opt.time_limit_s = 0.2;
+  int lines = 0;
+  opt.log = [&](const std::string&) { ++lines; };
+  const auto t0 = std::chrono::steady_clock::now();
+  StatusOr<MilpResult> r = SolveMilp(p, opt, &warm->schedule);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_LT(secs, 2.0);
+  EXPECT_GT(lines, 0);
+  ASSERT_TRUE(r->schedule.has_value());
+  EXPECT_LE(r->objective, warm->sim.objective + kTol);
+  if (r->termination != MilpTermination::kOptimal) {
+    EXPECT_EQ(r->termination, MilpTermination::kTimeLimit);
+  }
+  ExpectSound(p, *r, "4x8 0.2 s");
+}
+
+TEST(Milp, StopTokenInterruptsAndImprovementsAreReported) {
+  std::mt19937 rng(4);
+  Problem p = testing::RandomProblem(rng, 4, 8, 1, false);
+  std::optional<Solution> warm = BestHeuristic(p);
+  ASSERT_TRUE(warm.has_value());
+  std::atomic<bool> stop{true};
+  MilpOptions opt;
+  opt.stop = &stop;
+  StatusOr<MilpResult> r = SolveMilp(p, opt, &warm->schedule);
+  ASSERT_TRUE(r.ok());
+  if (r->termination != MilpTermination::kOptimal) {
+    EXPECT_EQ(r->termination, MilpTermination::kInterrupted);
+  }
+  EXPECT_NEAR(r->objective, warm->sim.objective, kTol);
+
+  // Improvements arrive valid and in decreasing order.
+  stop = false;
+  opt.time_limit_s = 2;
+  std::vector<double> seen;
+  opt.on_improvement = [&](const Schedule& s, const SimResult& sim) {
+    EXPECT_TRUE(CheckSchedule(p, ToTimed(p, s, sim)).valid());
+    if (!seen.empty()) {
+      EXPECT_LT(sim.objective, seen.back());
+    }
+    seen.push_back(sim.objective);
+  };
+  // GPipe leaves room to improve on a 3x3 problem.
+  p = testing::RandomProblem(rng, 3, 3, 1, true);
+  StatusOr<Solution> gpipe = RunMethod(p, "gpipe");
+  ASSERT_TRUE(gpipe.ok());
+  r = SolveMilp(p, opt, &gpipe->schedule);
+  ASSERT_TRUE(r.ok());
+  ASSERT_FALSE(seen.empty());
+  EXPECT_NEAR(seen.back(), r->objective, kTol);
+  EXPECT_LT(r->objective, gpipe->sim.objective);
+  EXPECT_FALSE(r->from_warm_start);
+  EXPECT_GT(r->stats.improvements, 0);
+}
+
+TEST(Milp, ModelSizeAtFourByEight) {
+  const Problem p = testing::UnitProblem(4, 8, true);
+  StatusOr<Solution> warm = RunMethod(p, "1f1b");
+  ASSERT_TRUE(warm.ok());
+  milp::BuildOptions bo;
+  bo.horizon = warm->sim.makespan;
+  bo.lower_bound = ComputeLowerBound(p).value;
+  const milp::Model m = milp::BuildModel(p, bo, {&warm->schedule, &warm->sim});
+  EXPECT_FALSE(m.infeasible) << m.infeasible_reason;
+  // 24 ops per device, 276 pairs; far fewer than the plain model's 4 * 276 binaries.
+  EXPECT_EQ(m.order_binaries + m.pairs_fixed, 4 * 276);
+  EXPECT_LT(m.order_binaries, 4 * 276 / 2);
+  EXPECT_EQ(m.offload_binaries, 0);
+}
+
+}  // namespace
+}  // namespace optpipe

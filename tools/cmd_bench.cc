@@ -1,0 +1,227 @@
+// optpipe bench: every (problem, method) pair solved, re-checked and timed,
+// one row each. Metrics:
+//   objective  the problem's objective (makespan or device_span) of the schedule
+//   ratio      objective / the best objective any listed method reached on the problem
+//   bound      the best lower bound known for the problem: core's ComputeLowerBound
+//              and every bound a method proved in this run (the MILP's)
+//   gap        (objective - bound) / objective
+//   invalid    the checker's violations of the written schedule (0 unless it is wrong)
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/checker.h"
+#include "core/format.h"
+#include "core/lower_bound.h"
+#include "tools/cli.h"
+
+namespace optpipe::cli {
+namespace {
+
+struct Args {
+  std::vector<std::string> problems;
+  std::string methods = "all";
+  double time_limit_s = 10.0;
+  std::string format = "md";
+  bool verbose = false;
+};
+
+struct BenchRow {
+  std::string problem, method;
+  std::string status;  // "ok", "not applicable", "infeasible" or "error"
+  std::string reason;  // why there are no numbers (json only: too long for a table)
+  std::string termination;
+  double objective = 0, makespan = 0, device_span = 0, peak = 0, ratio = 0, bound = 0, gap = 0;
+  double wall_s = 0;
+  int invalid = 0;
+  bool has_numbers() const { return status == "ok"; }
+};
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::string Fixed(double x, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << x;
+  return os.str();
+}
+
+std::vector<std::string> Cells(const BenchRow& r) {
+  if (!r.has_numbers()) return {r.problem, r.method, r.status, "", "", "", "", "", "", "", "", Fixed(r.wall_s, 3), ""};
+  return {r.problem,
+          r.method,
+          r.status,
+          r.termination,
+          Fixed(r.objective, 4),
+          Fixed(r.makespan, 4),
+          Fixed(r.device_span, 4),
+          Fixed(r.peak, 4),
+          Fixed(r.ratio, 4),
+          Fixed(r.bound, 4),
+          Fixed(100 * r.gap, 2) + "%",
+          Fixed(r.wall_s, 3),
+          std::to_string(r.invalid)};
+}
+
+const std::vector<std::string> kHeader = {"problem",  "method",   "status", "termination", "objective",
+                                          "makespan", "device_span", "peak_memory", "ratio",
+                                          "bound",    "gap",      "time_s", "invalid"};
+
+void Print(const std::vector<BenchRow>& rows, const std::string& format) {
+  if (format == "json") {
+    nlohmann::json out = nlohmann::json::array();
+    for (const BenchRow& r : rows) {
+      nlohmann::json j{{"problem", r.problem}, {"method", r.method}, {"status", r.status},
+                       {"time_s", r.wall_s}};
+      if (!r.reason.empty()) j["reason"] = r.reason;
+      if (r.has_numbers()) {
+        j.update({{"termination", r.termination}, {"objective", r.objective}, {"makespan", r.makespan},
+                  {"device_span", r.device_span}, {"peak_memory", r.peak}, {"ratio", r.ratio},
+                  {"bound", r.bound}, {"gap", r.gap}, {"invalid", r.invalid}});
+      }
+      out.push_back(std::move(j));
+    }
+    std::cout << out.dump(1) << "\n";
+    return;
+  }
+  if (format == "csv") {
+    const auto quote = [](const std::string& s) {
+      if (s.find_first_of(",\"") == std::string::npos) return s;
+      std::string q = "\"";
+      for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+      return q + "\"";
+    };
+    for (std::size_t i = 0; i < kHeader.size(); ++i) std::cout << (i ? "," : "") << kHeader[i];
+    std::cout << "\n";
+    for (const BenchRow& r : rows) {
+      const std::vector<std::string> c = Cells(r);
+      for (std::size_t i = 0; i < c.size(); ++i) std::cout << (i ? "," : "") << quote(c[i]);
+      std::cout << "\n";
+    }
+    return;
+  }
+  std::cout << "|";
+  for (const std::string& h : kHeader) std::cout << " " << h << " |";
+  std::cout << "\n|";
+  for (std::size_t i = 0; i < kHeader.size(); ++i) std::cout << (i < 3 ? "---|" : "---:|");
+  std::cout << "\n";
+  for (const BenchRow& r : rows) {
+    std::cout << "|";
+    for (std::string c : Cells(r)) {
+      std::replace(c.begin(), c.end(), '|', '/');
+      std::cout << " " << c << " |";
+    }
+    std::cout << "\n";
+  }
+}
+
+int Run(const Args& a) {
+  if (a.format != "md" && a.format != "csv" && a.format != "json") {
+    return Fail(InvalidArgument("--format: expected md, csv or json, got '" + a.format + "'"));
+  }
+  std::vector<std::string> methods;
+  if (a.methods == "all") {
+    for (const MethodLine& m : ListMethods(nullptr)) methods.push_back(m.name);
+  } else {
+    methods = SplitList(a.methods);
+    for (const std::string& m : methods) {
+      const std::vector<MethodLine> known = ListMethods(nullptr);
+      if (std::none_of(known.begin(), known.end(), [&](const MethodLine& l) { return l.name == m; })) {
+        return Fail(InvalidArgument("--methods: unknown method '" + m + "'; `optpipe methods` lists them"));
+      }
+    }
+  }
+  std::vector<BenchRow> rows;
+  int invalid = 0;
+  for (const std::string& path : a.problems) {
+    StatusOr<Problem> p = LoadProblem(path);
+    if (!p.ok()) return Fail(p.status());
+    const std::size_t first = rows.size();
+    double bound = ComputeLowerBound(*p).value;
+    for (const std::string& m : methods) {
+      std::cerr << "optpipe: bench " << p->name << " (" << p->devices << "x" << p->microbatches << ") "
+                << m << "\n";
+      BenchRow row;
+      row.problem = p->name;
+      row.method = m;
+      SolveOptions opt;
+      opt.time_limit_s = a.time_limit_s;
+      if (a.verbose) opt.log = [](const std::string& line) { std::cerr << "optpipe: " << line << "\n"; };
+      const auto t0 = std::chrono::steady_clock::now();
+      StatusOr<Solved> s = SolveDetailed(*p, m, opt);
+      row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (!s.ok()) {
+        const StatusCode code = s.status().code();
+        row.status = code == StatusCode::kNotApplicable ? "not applicable"
+                     : code == StatusCode::kInfeasible  ? "infeasible"
+                                                        : "error";
+        row.reason = s.status().message();
+        if (row.status == "error") row.status += ": " + row.reason;
+        rows.push_back(std::move(row));
+        continue;
+      }
+      const SimResult& sim = s->solution.sim;
+      const CheckReport rep = CheckSchedule(*p, ToTimed(*p, s->solution.schedule, sim));
+      row.status = "ok";
+      row.termination = s->info.termination.value_or(rep.valid() ? "heuristic" : "");
+      row.invalid = static_cast<int>(rep.errors.size());
+      invalid += row.invalid;
+      row.objective = sim.objective;
+      row.makespan = sim.makespan;
+      row.device_span = sim.device_span;
+      row.peak = sim.peak_memory.empty() ? 0.0 : *std::max_element(sim.peak_memory.begin(), sim.peak_memory.end());
+      if (s->info.bound && rep.valid()) bound = std::max(bound, *s->info.bound);
+      rows.push_back(std::move(row));
+    }
+    double best = 0;
+    bool any = false;
+    for (std::size_t i = first; i < rows.size(); ++i) {
+      if (!rows[i].has_numbers() || rows[i].invalid) continue;
+      best = any ? std::min(best, rows[i].objective) : rows[i].objective;
+      any = true;
+    }
+    for (std::size_t i = first; i < rows.size(); ++i) {
+      BenchRow& r = rows[i];
+      if (!r.has_numbers()) continue;
+      r.ratio = any && best > 0 ? r.objective / best : 1.0;
+      r.bound = bound;
+      r.gap = r.objective > 0 ? std::max(0.0, (r.objective - bound) / r.objective) : 0.0;
+    }
+  }
+  Print(rows, a.format);
+  return invalid ? kInvalid : kOk;
+}
+
+}  // namespace
+
+Command AddBench(CLI::App& app) {
+  auto args = std::make_shared<Args>();
+  CLI::App* sub = app.add_subcommand("bench", "Run methods on problems; one checked, timed row per pair");
+  sub->add_option("problems", args->problems, "optpipe-problem/1 JSON files")->required();
+  sub->add_option("--methods", args->methods, "Comma-separated method names, or all")->capture_default_str();
+  sub->add_option("--time-limit", args->time_limit_s, "Wall-clock budget in seconds per (problem, method)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--format", args->format, "md, csv or json")->capture_default_str();
+  sub->add_flag("-v,--verbose", args->verbose, "Progress lines of searching methods on stderr");
+  sub->footer(
+      "Columns: objective (the problem's), makespan, device_span, peak_memory (largest device),\n"
+      "ratio (to the best method on the problem), bound (core lower bound and any bound a method\n"
+      "proved), gap = (objective - bound) / objective, time_s (wall), invalid (checker\n"
+      "violations; 0 unless a schedule is wrong). A method that does not apply or does not fit\n"
+      "memory shows why instead of numbers. Exit 1 if any schedule is invalid.\n"
+      "Example: optpipe bench tests/cases/*.json --methods 1f1b,milp --time-limit 10");
+  return {sub, [args] { return Run(*args); }};
+}
+
+}  // namespace optpipe::cli
