@@ -1,5 +1,8 @@
 #include "heuristics/auto_method.h"
 
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
 #include <chrono>
 #include <sstream>
 
@@ -54,14 +57,26 @@ std::optional<Solution> TuneWarmup(const Problem& p, const SearchOptions& opt, d
 StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   AutoResult res;
-  std::optional<Solution> best;
+  // Seeds are independent: run them in parallel, then pick in registry order
+  // (ties to the earlier method), so the choice does not depend on timing.
+  std::vector<const MethodInfo*> seeds;
   for (const MethodInfo& m : Methods()) {
-    if (m.name == "auto") continue;
-    StatusOr<Solution> s = RunMethod(p, m.name);
-    res.seeds.push_back({m.name, s.ok() ? OkStatus() : s.status(), s.ok() ? s->sim.objective : 0.0});
+    if (m.name != "auto") seeds.push_back(&m);
+  }
+  std::vector<std::optional<StatusOr<Solution>>> runs(seeds.size());
+  tbb::task_arena arena(opt.threads > 0 ? opt.threads : tbb::task_arena::automatic);
+  arena.execute([&] {
+    tbb::parallel_for(std::size_t{0}, seeds.size(), [&](std::size_t i) {
+      runs[i].emplace(RunMethod(p, seeds[i]->name));
+    });
+  });
+  std::optional<Solution> best;
+  for (std::size_t i = 0; i < seeds.size(); ++i) {
+    StatusOr<Solution>& s = *runs[i];
+    res.seeds.push_back({seeds[i]->name, s.ok() ? OkStatus() : s.status(), s.ok() ? s->sim.objective : 0.0});
     if (s.ok() && (!best || s->sim.objective < best->sim.objective - 1e-12)) {
       best = std::move(*s);
-      res.winner = m.name;
+      res.winner = seeds[i]->name;
     }
   }
   if (!best) {
