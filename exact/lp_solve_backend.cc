@@ -112,6 +112,10 @@ LpOutcome SolveWithLpSolve(const Model& model, const LpParams& params) {
     if (hint != 0) set_var_branch(lp, j + 1, hint > 0 ? BRANCH_CEILING : BRANCH_FLOOR);
   }
   set_presolve(lp, PRESOLVE_NONE, get_presolveloops(lp));
+  // Pseudo-cost selection of the branching column (ties: fewest non-integers)
+  // found and proved more optima than lowest-index selection on 4x8 and 8x16
+  // instances; the per-column hints still steer the first dive.
+  set_bb_rule(lp, NODE_PSEUDONONINTSELECT);
   set_mip_gap(lp, TRUE, params.absolute_gap);
   set_mip_gap(lp, FALSE, params.relative_gap);
 

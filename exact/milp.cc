@@ -146,7 +146,16 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt, const S
   bo.fix_microbatch_order = opt.fix_microbatch_order;
   milp::Hint hint;
   if (best) hint = {&*best, &*best_sim};
-  const milp::Model model = milp::BuildModel(p, bo, hint);
+  milp::Model model = milp::BuildModel(p, bo, hint);
+  if (model.infeasible && best && bo.fix_microbatch_order) {
+    // A warm start that breaks the micro-batch order (possible with offload,
+    // where re-labelling it is not sound) may lie outside the ordered model:
+    // fall back to the model without that restriction, which holds it.
+    log("the ordered model excludes the warm start (" + model.infeasible_reason +
+        "): micro-batch order left free");
+    bo.fix_microbatch_order = false;
+    model = milp::BuildModel(p, bo, hint);
+  }
   res.stats.ops = static_cast<int>(model.ops.size());
   res.stats.order_binaries = model.order_binaries;
   res.stats.pairs_fixed = model.pairs_fixed;

@@ -5,8 +5,6 @@
 #include <cstdint>
 #include <limits>
 #include <map>
-#include <numeric>
-#include <sstream>
 #include <tuple>
 
 #include "core/dag.h"
