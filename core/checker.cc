@@ -144,8 +144,8 @@ CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) 
       mem += delta;
       rep.peak_memory[d] = std::max(rep.peak_memory[d], mem);
       if (p.memory_limit && !reported && mem > (*p.memory_limit)[d] + tol) {
-        err.push_back("memory on device " + std::to_string(d) + " reaches " + Fmt(mem) + " at t=" +
-                      Fmt(time) + " when " + ToString(o->op) + " starts; limit " +
+        err.push_back("memory on device " + std::to_string(d) + " reaches " + Fmt(mem) +
+                      " at t=" + Fmt(time) + " when " + ToString(o->op) + " starts; limit " +
                       Fmt((*p.memory_limit)[d]));
         reported = true;  // one message a device; later ones follow from it
       }
@@ -175,7 +175,8 @@ CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) 
         why = " (op " + ToString(first_op->op) + " starts first at " + Fmt(first_op->start) +
               ", op " + ToString(last_op->op) + " ends last at " + Fmt(last_op->end) + ")";
       }
-      err.push_back(std::string(field) + ": file says " + Fmt(*v) + ", the ops give " + Fmt(actual) + why);
+      err.push_back(std::string(field) + ": file says " + Fmt(*v) + ", the ops give " +
+                    Fmt(actual) + why);
     }
   };
   reported(t.makespan, rep.makespan, "makespan");

@@ -31,8 +31,9 @@ Dag BuildDag(const Problem& p, const std::vector<char>& offloaded) {
   g.vertex_of_.assign(g.space_.size(), -1);
   for (int v = 0; v < n; ++v) g.vertex_of_[g.space_.Index(g.ops_[v])] = v;
 
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS,
-                                      boost::no_property, boost::property<boost::edge_weight_t, double>>;
+  using Graph =
+      boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, boost::no_property,
+                            boost::property<boost::edge_weight_t, double>>;
   Graph bg(n);
   for (int v = 0; v < n; ++v) {
     ForEachPredecessor(p, offloaded, g.ops_[v], [&](const Op& q, double lag) {

@@ -36,9 +36,15 @@ void ForEachPredecessor(const Problem& p, const std::vector<char>& offloaded, co
         fn(Op{OpType::kR, s, m}, 0.0);
       }
       break;
-    case OpType::kW: fn(Op{OpType::kB, s, m}, 0.0); break;
-    case OpType::kO: fn(Op{OpType::kF, s, m}, 0.0); break;
-    case OpType::kR: fn(Op{OpType::kO, s, m}, 0.0); break;
+    case OpType::kW:
+      fn(Op{OpType::kB, s, m}, 0.0);
+      break;
+    case OpType::kO:
+      fn(Op{OpType::kF, s, m}, 0.0);
+      break;
+    case OpType::kR:
+      fn(Op{OpType::kO, s, m}, 0.0);
+      break;
   }
 }
 

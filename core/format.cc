@@ -61,7 +61,8 @@ class Reader {
       return std::vector<double>(n, 0.0);
     }
     std::vector<double> out(n);
-    for (std::size_t i = 0; i < n; ++i) out[i] = Number(v[i], field + "[" + std::to_string(i) + "]");
+    for (std::size_t i = 0; i < n; ++i)
+      out[i] = Number(v[i], field + "[" + std::to_string(i) + "]");
     return out;
   }
 
@@ -94,15 +95,18 @@ StatusOr<json> ParseJson(const std::string& text) {
 
 Status CheckFormat(Reader& r, const json& j, const char* expected) {
   if (!j.is_object()) return InvalidArgument("expected a JSON object at the top level");
-  if (!j.contains("format")) return InvalidArgument(std::string("format: missing; expected \"") + expected + "\"");
+  if (!j.contains("format"))
+    return InvalidArgument(std::string("format: missing; expected \"") + expected + "\"");
   if (!j["format"].is_string() || j["format"].get<std::string>() != expected) {
-    return InvalidArgument(std::string("format: expected \"") + expected + "\", got " + j["format"].dump());
+    return InvalidArgument(std::string("format: expected \"") + expected + "\", got " +
+                           j["format"].dump());
   }
   return r.status;
 }
 
 json Compact(const std::vector<double>& v) {
-  if (!v.empty() && std::all_of(v.begin(), v.end(), [&](double x) { return x == v[0]; })) return v[0];
+  if (!v.empty() && std::all_of(v.begin(), v.end(), [&](double x) { return x == v[0]; }))
+    return v[0];
   return v;
 }
 
@@ -118,9 +122,10 @@ StatusOr<Problem> ParseProblem(const std::string& text) {
   const json& j = *parsed;
   Reader r;
   if (Status st = CheckFormat(r, j, kProblemFormat); !st.ok()) return st;
-  r.AllowOnly(j, "", {"format", "name", "devices", "microbatches", "stages_per_device", "placement",
-                      "split_backward", "stage_time", "comm_time", "offload_time", "memory",
-                      "host_links", "objective"});
+  r.AllowOnly(j, "",
+              {"format", "name", "devices", "microbatches", "stages_per_device", "placement",
+               "split_backward", "stage_time", "comm_time", "offload_time", "memory", "host_links",
+               "objective"});
   Problem p;
   if (j.contains("name")) p.name = r.String(j["name"], "name");
   for (const char* req : {"devices", "microbatches", "stage_time"}) {
@@ -129,10 +134,14 @@ StatusOr<Problem> ParseProblem(const std::string& text) {
   if (!r.ok()) return r.status;
   p.devices = r.Int(j["devices"], "devices");
   p.microbatches = r.Int(j["microbatches"], "microbatches");
-  if (j.contains("stages_per_device")) p.stages_per_device = r.Int(j["stages_per_device"], "stages_per_device");
+  if (j.contains("stages_per_device"))
+    p.stages_per_device = r.Int(j["stages_per_device"], "stages_per_device");
   if (!r.ok()) return r.status;
-  if (p.devices < 1) return InvalidArgument("devices: must be >= 1 (got " + std::to_string(p.devices) + ")");
-  if (p.microbatches < 1) return InvalidArgument("microbatches: must be >= 1 (got " + std::to_string(p.microbatches) + ")");
+  if (p.devices < 1)
+    return InvalidArgument("devices: must be >= 1 (got " + std::to_string(p.devices) + ")");
+  if (p.microbatches < 1)
+    return InvalidArgument("microbatches: must be >= 1 (got " + std::to_string(p.microbatches) +
+                           ")");
   if (p.stages_per_device < 1) return InvalidArgument("stages_per_device: must be >= 1");
   const std::size_t S = p.stages(), D = p.devices;
 
@@ -155,8 +164,10 @@ StatusOr<Problem> ParseProblem(const std::string& text) {
     r.Fail("placement", "expected \"interleaved\", \"vshape\" or an array of device ids");
   }
   if (j.contains("split_backward")) {
-    if (!j["split_backward"].is_boolean()) r.Fail("split_backward", "expected true or false");
-    else p.split_backward = j["split_backward"].get<bool>();
+    if (!j["split_backward"].is_boolean())
+      r.Fail("split_backward", "expected true or false");
+    else
+      p.split_backward = j["split_backward"].get<bool>();
   }
 
   if (const json* st = r.Object(j, "stage_time", "stage_time")) {
@@ -216,9 +227,12 @@ StatusOr<Problem> ParseProblem(const std::string& text) {
   }
   if (j.contains("objective")) {
     const std::string o = r.String(j["objective"], "objective");
-    if (o == "makespan") p.objective = Objective::kMakespan;
-    else if (o == "device_span") p.objective = Objective::kDeviceSpan;
-    else r.Fail("objective", "expected \"makespan\" or \"device_span\", got \"" + o + "\"");
+    if (o == "makespan")
+      p.objective = Objective::kMakespan;
+    else if (o == "device_span")
+      p.objective = Objective::kDeviceSpan;
+    else
+      r.Fail("objective", "expected \"makespan\" or \"device_span\", got \"" + o + "\"");
   }
   if (!r.ok()) return r.status;
   if (Status st = Validate(p); !st.ok()) return st;
@@ -226,16 +240,23 @@ StatusOr<Problem> ParseProblem(const std::string& text) {
 }
 
 std::string ToJson(const Problem& p) {
-  json j = {{"format", kProblemFormat}, {"name", p.name}, {"devices", p.devices},
-            {"microbatches", p.microbatches}, {"stages_per_device", p.stages_per_device}};
-  if (p.placement == "explicit") j["placement"] = p.stage_device;
-  else j["placement"] = p.placement;
+  json j = {{"format", kProblemFormat},
+            {"name", p.name},
+            {"devices", p.devices},
+            {"microbatches", p.microbatches},
+            {"stages_per_device", p.stages_per_device}};
+  if (p.placement == "explicit")
+    j["placement"] = p.stage_device;
+  else
+    j["placement"] = p.placement;
   j["split_backward"] = p.split_backward;
   j["stage_time"] = {{"f", Compact(p.f)}, {"b", Compact(p.b)}, {"w", Compact(p.w)}};
   j["comm_time"] = p.comm.empty() ? json(0.0) : Compact(p.comm);
   j["offload_time"] = p.offload ? Compact(*p.offload) : json(nullptr);
-  j["memory"] = {{"activation", Compact(p.activation)}, {"freed_by_b", Compact(p.freed_by_b)},
-                 {"offloadable", Compact(p.offloadable)}, {"static", Compact(p.static_memory)},
+  j["memory"] = {{"activation", Compact(p.activation)},
+                 {"freed_by_b", Compact(p.freed_by_b)},
+                 {"offloadable", Compact(p.offloadable)},
+                 {"static", Compact(p.static_memory)},
                  {"limit", p.memory_limit ? Compact(*p.memory_limit) : json(nullptr)}};
   j["host_links"] = p.host_links;
   j["objective"] = p.objective == Objective::kMakespan ? "makespan" : "device_span";
@@ -251,16 +272,21 @@ StatusOr<TimedSchedule> ParseTimedSchedule(const std::string& text) {
   TimedSchedule t;
   if (j.contains("problem")) t.problem = r.String(j["problem"], "problem");
   if (j.contains("method")) t.method = r.String(j["method"], "method");
-  for (auto [key, field] : {std::pair{"makespan", &t.makespan}, {"device_span", &t.device_span},
-                            {"objective", &t.objective}, {"bound", &t.info.bound},
-                            {"gap", &t.info.gap}, {"solve_seconds", &t.info.solve_seconds}}) {
+  for (auto [key, field] : {std::pair{"makespan", &t.makespan},
+                            {"device_span", &t.device_span},
+                            {"objective", &t.objective},
+                            {"bound", &t.info.bound},
+                            {"gap", &t.info.gap},
+                            {"solve_seconds", &t.info.solve_seconds}}) {
     if (j.contains(key) && !j[key].is_null()) *field = r.Number(j[key], key);
   }
   if (j.contains("termination")) t.info.termination = r.String(j["termination"], "termination");
   if (j.contains("peak_memory")) {
     const json& pm = j["peak_memory"];
-    if (!pm.is_array()) r.Fail("peak_memory", "expected an array of numbers");
-    else t.peak_memory = r.Vec(pm, "peak_memory", pm.size());
+    if (!pm.is_array())
+      r.Fail("peak_memory", "expected an array of numbers");
+    else
+      t.peak_memory = r.Vec(pm, "peak_memory", pm.size());
   }
   if (!j.contains("ops") || !j["ops"].is_array()) {
     r.Fail("ops", "missing or not an array");
@@ -294,7 +320,9 @@ StatusOr<TimedSchedule> ParseTimedSchedule(const std::string& text) {
     }
     op.op.type = parsed_type->type;
     const char* want = IsCompute(op.op.type) ? "compute" : "copy";
-    if (stream != want) r.Fail(f + ".stream", "a " + type + " op runs on stream \"" + want + "\", got \"" + stream + "\"");
+    if (stream != want)
+      r.Fail(f + ".stream",
+             "a " + type + " op runs on stream \"" + want + "\", got \"" + stream + "\"");
     t.ops.push_back(op);
   }
   if (!r.ok()) return r.status;
@@ -319,9 +347,13 @@ std::string ToJson(const TimedSchedule& t) {
   os << head << ",\n \"ops\": [";
   for (std::size_t i = 0; i < t.ops.size(); ++i) {
     const TimedOp& o = t.ops[i];
-    const json op = {{"device", o.device}, {"stream", IsCompute(o.op.type) ? "compute" : "copy"},
-                     {"type", std::string(1, TypeLetter(o.op.type))}, {"stage", o.op.stage},
-                     {"microbatch", o.op.microbatch}, {"start", o.start}, {"end", o.end}};
+    const json op = {{"device", o.device},
+                     {"stream", IsCompute(o.op.type) ? "compute" : "copy"},
+                     {"type", std::string(1, TypeLetter(o.op.type))},
+                     {"stage", o.op.stage},
+                     {"microbatch", o.op.microbatch},
+                     {"start", o.start},
+                     {"end", o.end}};
     os << (i ? ",\n  " : "\n  ") << op.dump();
   }
   os << "\n ]\n}\n";

@@ -31,12 +31,23 @@ StatusOr<Op> ParseOp(std::string_view text) {
   auto [p, ec] = std::from_chars(first, last, op.stage);
   if (ec != std::errc() || p == last) return bad();
   switch (*p) {
-    case 'F': op.type = OpType::kF; break;
-    case 'B': op.type = OpType::kB; break;
-    case 'W': op.type = OpType::kW; break;
-    case 'O': op.type = OpType::kO; break;
-    case 'R': op.type = OpType::kR; break;
-    default: return bad();
+    case 'F':
+      op.type = OpType::kF;
+      break;
+    case 'B':
+      op.type = OpType::kB;
+      break;
+    case 'W':
+      op.type = OpType::kW;
+      break;
+    case 'O':
+      op.type = OpType::kO;
+      break;
+    case 'R':
+      op.type = OpType::kR;
+      break;
+    default:
+      return bad();
   }
   ++p;
   auto [q, ec2] = std::from_chars(p, last, op.microbatch);

@@ -19,8 +19,8 @@ Status CheckArray(const std::vector<double>& a, std::size_t n, const std::string
   }
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (!std::isfinite(a[i]) || a[i] < 0) {
-      return InvalidArgument(field + "[" + std::to_string(i) + "]: must be a finite number >= 0 (got " +
-                             Num(a[i]) + ")");
+      return InvalidArgument(field + "[" + std::to_string(i) +
+                             "]: must be a finite number >= 0 (got " + Num(a[i]) + ")");
     }
   }
   return OkStatus();
@@ -47,9 +47,11 @@ StatusOr<std::vector<int>> PlaceStages(const std::string& placement, int devices
 }
 
 Status Validate(const Problem& p) {
-  if (p.devices < 1) return InvalidArgument("devices: must be >= 1 (got " + std::to_string(p.devices) + ")");
+  if (p.devices < 1)
+    return InvalidArgument("devices: must be >= 1 (got " + std::to_string(p.devices) + ")");
   if (p.microbatches < 1) {
-    return InvalidArgument("microbatches: must be >= 1 (got " + std::to_string(p.microbatches) + ")");
+    return InvalidArgument("microbatches: must be >= 1 (got " + std::to_string(p.microbatches) +
+                           ")");
   }
   if (p.stages_per_device < 1) {
     return InvalidArgument("stages_per_device: must be >= 1 (got " +
@@ -67,8 +69,10 @@ Status Validate(const Problem& p) {
                              std::to_string(D) + ")");
     }
   }
-  for (auto [a, name] : {std::pair{&p.f, "stage_time.f"}, {&p.b, "stage_time.b"},
-                         {&p.w, "stage_time.w"}, {&p.activation, "memory.activation"},
+  for (auto [a, name] : {std::pair{&p.f, "stage_time.f"},
+                         {&p.b, "stage_time.b"},
+                         {&p.w, "stage_time.w"},
+                         {&p.activation, "memory.activation"},
                          {&p.freed_by_b, "memory.freed_by_b"},
                          {&p.offloadable, "memory.offloadable"}}) {
     if (Status st = CheckArray(*a, S, name); !st.ok()) return st;
@@ -102,7 +106,8 @@ Status Validate(const Problem& p) {
   std::vector<int> seen(D, -1);
   for (std::size_t g = 0; g < p.host_links.size(); ++g) {
     if (p.host_links[g].empty()) {
-      return InvalidArgument("host_links[" + std::to_string(g) + "]: a group needs at least one device");
+      return InvalidArgument("host_links[" + std::to_string(g) +
+                             "]: a group needs at least one device");
     }
     for (int d : p.host_links[g]) {
       const std::string where = "host_links[" + std::to_string(g) + "]: ";
@@ -111,14 +116,15 @@ Status Validate(const Problem& p) {
                                std::to_string(D) + ")");
       }
       if (seen[d] >= 0) {
-        return InvalidArgument(where + "device " + std::to_string(d) + " is already in host_links[" +
-                               std::to_string(seen[d]) + "]");
+        return InvalidArgument(where + "device " + std::to_string(d) +
+                               " is already in host_links[" + std::to_string(seen[d]) + "]");
       }
       seen[d] = static_cast<int>(g);
     }
   }
   for (std::size_t d = 0; d < D; ++d) {
-    if (seen[d] < 0) return InvalidArgument("host_links: device " + std::to_string(d) + " is in no group");
+    if (seen[d] < 0)
+      return InvalidArgument("host_links: device " + std::to_string(d) + " is in no group");
   }
   return OkStatus();
 }
@@ -136,11 +142,15 @@ int DeviceOf(const Problem& p, const Op& op) { return p.stage_device[op.stage]; 
 double Duration(const Problem& p, const Op& op) {
   const int s = op.stage;
   switch (op.type) {
-    case OpType::kF: return p.f[s];
-    case OpType::kB: return p.split_backward ? p.b[s] : p.b[s] + p.w[s];
-    case OpType::kW: return p.w[s];
+    case OpType::kF:
+      return p.f[s];
+    case OpType::kB:
+      return p.split_backward ? p.b[s] : p.b[s] + p.w[s];
+    case OpType::kW:
+      return p.w[s];
     case OpType::kO:
-    case OpType::kR: return p.offload ? (*p.offload)[s] : 0.0;
+    case OpType::kR:
+      return p.offload ? (*p.offload)[s] : 0.0;
   }
   return 0.0;
 }
@@ -151,19 +161,26 @@ double CommTime(const Problem& p, int s) {
 
 double Allocates(const Problem& p, const Op& op) {
   switch (op.type) {
-    case OpType::kF: return p.activation[op.stage];
-    case OpType::kR: return p.offloadable[op.stage];
-    default: return 0.0;
+    case OpType::kF:
+      return p.activation[op.stage];
+    case OpType::kR:
+      return p.offloadable[op.stage];
+    default:
+      return 0.0;
   }
 }
 
 double Frees(const Problem& p, const Op& op) {
   const int s = op.stage;
   switch (op.type) {
-    case OpType::kB: return p.split_backward ? p.freed_by_b[s] : p.activation[s];
-    case OpType::kW: return p.activation[s] - p.freed_by_b[s];
-    case OpType::kO: return p.offloadable[s];
-    default: return 0.0;
+    case OpType::kB:
+      return p.split_backward ? p.freed_by_b[s] : p.activation[s];
+    case OpType::kW:
+      return p.activation[s] - p.freed_by_b[s];
+    case OpType::kO:
+      return p.offloadable[s];
+    default:
+      return 0.0;
   }
 }
 

@@ -31,13 +31,13 @@ struct Problem {
   std::vector<int> stage_device;
   bool split_backward = true;
 
-  std::vector<double> f, b, w;  // [S] durations of one micro-batch's F, B, W
-  std::vector<double> comm;     // [S-1] transfer time between stage s and s+1
+  std::vector<double> f, b, w;                 // [S] durations of one micro-batch's F, B, W
+  std::vector<double> comm;                    // [S-1] transfer time between stage s and s+1
   std::optional<std::vector<double>> offload;  // [S] one O or one R; nullopt: no offload
 
-  std::vector<double> activation;   // [S] allocated when F starts
-  std::vector<double> freed_by_b;   // [S] freed when B ends; the rest when W ends
-  std::vector<double> offloadable;  // [S] moved out by O, back by R
+  std::vector<double> activation;                   // [S] allocated when F starts
+  std::vector<double> freed_by_b;                   // [S] freed when B ends; the rest when W ends
+  std::vector<double> offloadable;                  // [S] moved out by O, back by R
   std::vector<double> static_memory;                // [D]
   std::optional<std::vector<double>> memory_limit;  // [D]; nullopt: unlimited
 

@@ -32,9 +32,10 @@ Status Simulator::CheckStructure(const Schedule& s) {
   const Problem& p = *p_;
   if (s.compute.size() != static_cast<std::size_t>(p.devices) ||
       s.copy.size() != p.host_links.size()) {
-    return InvalidArgument("schedule has " + std::to_string(s.compute.size()) + " device lanes and " +
-                           std::to_string(s.copy.size()) + " host-link lanes; the problem has " +
-                           std::to_string(p.devices) + " and " + std::to_string(p.host_links.size()));
+    return InvalidArgument("schedule has " + std::to_string(s.compute.size()) +
+                           " device lanes and " + std::to_string(s.copy.size()) +
+                           " host-link lanes; the problem has " + std::to_string(p.devices) +
+                           " and " + std::to_string(p.host_links.size()));
   }
   const int lanes = p.devices + static_cast<int>(p.host_links.size());
   std::vector<char>& seen = seen_;
@@ -115,7 +116,7 @@ StatusOr<SimResult> Simulator::Run(const Schedule& s) {
   res.busy.assign(D, 0.0);
   heap_.clear();
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events(std::greater<>{},
-                                                                         std::move(heap_));
+                                                                        std::move(heap_));
   for (int r = 0; r < lanes; ++r) events.push({0.0, 1, r});
 
   std::size_t total = 0, done = 0;
@@ -236,8 +237,8 @@ std::string Simulator::DescribeDeadlock(const Schedule& s) const {
     if (pos_[r] == static_cast<int>(lane.size())) continue;
     const Op h = lane[pos_[r]];
     const int d = DeviceOf(p, h);
-    const std::string where = r < D ? "device " + std::to_string(r)
-                                    : "host link " + std::to_string(r - D);
+    const std::string where =
+        r < D ? "device " + std::to_string(r) : "host link " + std::to_string(r - D);
     if (mem_blocked_[r]) {
       const double t = blocked_at_[r];
       memory = true;
@@ -246,8 +247,8 @@ std::string Simulator::DescribeDeadlock(const Schedule& s) const {
          << " in use of limit " << Fmt((*p.memory_limit)[d])
          << ", and nothing queued before it can free memory; ";
     } else if (waits_for_[r] >= 0 && ++waiting <= 3) {
-      order << where << " waits with " << ToString(h) << " for " << ToString(space_.At(waits_for_[r]))
-            << ", which never runs; ";
+      order << where << " waits with " << ToString(h) << " for "
+            << ToString(space_.At(waits_for_[r])) << ", which never runs; ";
     }
   }
   if (waiting > 3) order << "and " << waiting - 3 << " more lanes wait behind them; ";

@@ -27,9 +27,9 @@ namespace optpipe {
 struct SimResult {
   // Indexed by OpSpace index; NaN for op slots the schedule does not use.
   std::vector<double> start, end;
-  double makespan = 0;     // last end - first start over all ops
-  double device_span = 0;  // max over devices of (last end - first start) on it
-  double objective = 0;    // makespan or device_span, per the problem
+  double makespan = 0;              // last end - first start over all ops
+  double device_span = 0;           // max over devices of (last end - first start) on it
+  double objective = 0;             // makespan or device_span, per the problem
   std::vector<double> span;         // [D]
   std::vector<double> busy;         // [D] compute time
   std::vector<double> peak_memory;  // [D], static memory included

@@ -40,7 +40,9 @@ class Status {
 };
 
 inline Status OkStatus() { return {}; }
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status NotApplicable(std::string m) { return {StatusCode::kNotApplicable, std::move(m)}; }
 inline Status Infeasible(std::string m) { return {StatusCode::kInfeasible, std::move(m)}; }
@@ -49,7 +51,7 @@ inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move
 template <typename T>
 class StatusOr {
  public:
-  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  StatusOr(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   StatusOr(Status status) : status_(std::move(status)) {  // NOLINT
     assert(!status_.ok() && "StatusOr needs a value or an error");
   }

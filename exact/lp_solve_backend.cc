@@ -34,7 +34,8 @@ void __WINAPI MessageCallback(lprec* lp, void* handle, int msg) {
   try {
     if (msg == MSG_LPOPTIMAL) {
       // The first LP solved in branch and bound is the root relaxation.
-      if (!ctx->root_reported && ctx->params->on_root_bound) ctx->params->on_root_bound(lp->solution[0]);
+      if (!ctx->root_reported && ctx->params->on_root_bound)
+        ctx->params->on_root_bound(lp->solution[0]);
       ctx->root_reported = true;
       return;
     }
@@ -54,12 +55,18 @@ void __WINAPI MessageCallback(lprec* lp, void* handle, int msg) {
 
 std::string CodeName(int ret) {
   switch (ret) {
-    case NOMEMORY: return "out of memory";
-    case UNBOUNDED: return "unbounded";
-    case DEGENERATE: return "degenerate";
-    case NUMFAILURE: return "numerical failure";
-    case PROCFAIL: return "branch and bound failed";
-    default: return "return code " + std::to_string(ret);
+    case NOMEMORY:
+      return "out of memory";
+    case UNBOUNDED:
+      return "unbounded";
+    case DEGENERATE:
+      return "degenerate";
+    case NUMFAILURE:
+      return "numerical failure";
+    case PROCFAIL:
+      return "branch and bound failed";
+    default:
+      return "return code " + std::to_string(ret);
   }
 }
 

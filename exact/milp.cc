@@ -15,10 +15,14 @@ namespace optpipe {
 
 const char* ToString(MilpTermination t) {
   switch (t) {
-    case MilpTermination::kOptimal: return "optimal";
-    case MilpTermination::kTimeLimit: return "time_limit";
-    case MilpTermination::kInterrupted: return "interrupted";
-    case MilpTermination::kInfeasible: return "infeasible";
+    case MilpTermination::kOptimal:
+      return "optimal";
+    case MilpTermination::kTimeLimit:
+      return "time_limit";
+    case MilpTermination::kInterrupted:
+      return "interrupted";
+    case MilpTermination::kInfeasible:
+      return "infeasible";
   }
   return "unknown";
 }
@@ -32,7 +36,8 @@ using Clock = std::chrono::steady_clock;
 Schedule SequentialSchedule(const Problem& p) {
   Schedule s = Schedule::Empty(p, "sequential");
   for (int m = 0; m < p.microbatches; ++m) {
-    for (int st = 0; st < p.stages(); ++st) s.compute[p.stage_device[st]].push_back({OpType::kF, st, m});
+    for (int st = 0; st < p.stages(); ++st)
+      s.compute[p.stage_device[st]].push_back({OpType::kF, st, m});
     for (int st = p.stages() - 1; st >= 0; --st) {
       auto& lane = s.compute[p.stage_device[st]];
       lane.push_back({OpType::kB, st, m});
@@ -54,7 +59,8 @@ double Gap(double objective, double bound) {
 
 }  // namespace
 
-StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt, const Schedule* warm_start) {
+StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
+                               const Schedule* warm_start) {
   const Clock::time_point t0 = Clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   if (Status st = Validate(p); !st.ok()) return st;
@@ -120,14 +126,16 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt, const S
       }
       res.gap = Gap(res.objective, res.bound);
       const CheckReport rep = CheckSchedule(p, ToTimed(p, *best, *best_sim));
-      if (!rep.valid()) return Internal("milp: the best schedule fails the checker: " + rep.errors.front());
+      if (!rep.valid())
+        return Internal("milp: the best schedule fails the checker: " + rep.errors.front());
       res.schedule = std::move(best);
       res.sim = std::move(best_sim);
     } else {
       res.bound = std::max(core_bound, milp_bound);
     }
-    log(std::string(ToString(term)) + (res.schedule ? ": objective " + Num(res.objective) : ": no schedule") +
-        " bound " + Num(res.bound) + " gap " + Num(100 * res.gap) + "% nodes " +
+    log(std::string(ToString(term)) +
+        (res.schedule ? ": objective " + Num(res.objective) : ": no schedule") + " bound " +
+        Num(res.bound) + " gap " + Num(100 * res.gap) + "% nodes " +
         std::to_string(res.stats.nodes));
     return std::move(res);
   };
@@ -171,9 +179,9 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt, const S
   log("model: " + std::to_string(res.stats.columns) + " columns (" +
       std::to_string(model.order_binaries) + " order, " + std::to_string(model.offload_binaries) +
       " offload, " + std::to_string(model.copy_order_binaries) + " link order, " +
-      std::to_string(model.memory_binaries) + " memory binaries; " + std::to_string(model.pairs_fixed) +
-      " pairs fixed), " + std::to_string(res.stats.rows) + " rows, horizon " + Num(bo.horizon) +
-      (best ? " from " + res.warm_start_method : ""));
+      std::to_string(model.memory_binaries) + " memory binaries; " +
+      std::to_string(model.pairs_fixed) + " pairs fixed), " + std::to_string(res.stats.rows) +
+      " rows, horizon " + Num(bo.horizon) + (best ? " from " + res.warm_start_method : ""));
 
   if (model.infeasible) {
     if (best) {
@@ -190,10 +198,12 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt, const S
     Schedule s = milp::Decode(p, model, values);
     StatusOr<SimResult> r = simulator.Run(s);
     if (!r.ok()) {
-      log("a solution of objective " + Num(milp_objective) + " does not simulate: " + r.status().message());
+      log("a solution of objective " + Num(milp_objective) +
+          " does not simulate: " + r.status().message());
       return;
     }
-    res.stats.max_retime_excess = std::max(res.stats.max_retime_excess, r->objective - milp_objective);
+    res.stats.max_retime_excess =
+        std::max(res.stats.max_retime_excess, r->objective - milp_objective);
     if (best && r->objective >= best_sim->objective - tol) return;
     best = std::move(s);
     best_sim = *r;

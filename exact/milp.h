@@ -66,18 +66,18 @@ enum class MilpTermination {
 const char* ToString(MilpTermination t);
 
 struct MilpStats {
-  int ops = 0;                   // op start-time columns (compute + candidate O/R)
-  int order_binaries = 0;        // device lane pairs left to the solver
-  int pairs_fixed = 0;           // device lane pairs whose order was implied
-  int offload_binaries = 0;      // one per activation that may be offloaded
-  int copy_order_binaries = 0;   // host-link O/R pairs left to the solver
-  int memory_binaries = 0;       // "has ended / has started by" indicators across lanes
+  int ops = 0;                  // op start-time columns (compute + candidate O/R)
+  int order_binaries = 0;       // device lane pairs left to the solver
+  int pairs_fixed = 0;          // device lane pairs whose order was implied
+  int offload_binaries = 0;     // one per activation that may be offloaded
+  int copy_order_binaries = 0;  // host-link O/R pairs left to the solver
+  int memory_binaries = 0;      // "has ended / has started by" indicators across lanes
   int columns = 0, rows = 0, nonzeros = 0;
   int triangle_cuts = 0;
-  double horizon = 0;            // objective cap the big-M values derive from
-  double root_bound = 0;         // LP relaxation at the root (0 if not reached)
-  std::int64_t nodes = 0;        // branch-and-bound nodes
-  int improvements = 0;          // incumbents the solver found better than the warm start
+  double horizon = 0;      // objective cap the big-M values derive from
+  double root_bound = 0;   // LP relaxation at the root (0 if not reached)
+  std::int64_t nodes = 0;  // branch-and-bound nodes
+  int improvements = 0;    // incumbents the solver found better than the warm start
   // Largest (simulated objective - MILP objective) over the solver's solutions:
   // <= 0 means re-timing never lost anything (always so without offload).
   double max_retime_excess = -std::numeric_limits<double>::infinity();
@@ -90,9 +90,9 @@ struct MilpResult {
   // infeasible, or stopped before any was found without a warm start.
   std::optional<Schedule> schedule;
   std::optional<SimResult> sim;
-  double objective = 0;  // sim->objective when there is a schedule
-  double bound = 0;      // max(MILP bound, ComputeLowerBound); == objective when optimal
-  double gap = 0;        // (objective - bound) / objective
+  double objective = 0;          // sim->objective when there is a schedule
+  double bound = 0;              // max(MILP bound, ComputeLowerBound); == objective when optimal
+  double gap = 0;                // (objective - bound) / objective
   bool from_warm_start = false;  // the solver found nothing better than the warm start
   std::string warm_start_method;
   MilpStats stats;

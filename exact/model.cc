@@ -53,7 +53,8 @@ class RowBuilder {
   }
   Row Finish(Sense sense, double rhs) {
     // Merge duplicate columns so the solver sees each once.
-    std::sort(terms_.begin(), terms_.end(), [](const Term& a, const Term& b) { return a.col < b.col; });
+    std::sort(terms_.begin(), terms_.end(),
+              [](const Term& a, const Term& b) { return a.col < b.col; });
     std::vector<Term> merged;
     for (const Term& t : terms_) {
       if (!merged.empty() && merged.back().col == t.col) {
@@ -62,8 +63,9 @@ class RowBuilder {
         merged.push_back(t);
       }
     }
-    merged.erase(std::remove_if(merged.begin(), merged.end(), [](const Term& t) { return t.coef == 0; }),
-                 merged.end());
+    merged.erase(
+        std::remove_if(merged.begin(), merged.end(), [](const Term& t) { return t.coef == 0; }),
+        merged.end());
     Row r;
     r.terms = std::move(merged);
     r.sense = sense;
@@ -231,15 +233,16 @@ class Builder {
 
   std::vector<std::vector<int>> dev_ops_;
   std::vector<int> pos_;  // compute id -> index in dev_ops_[dev]
-  std::vector<std::vector<Lit>> before_;  // per device, n*n: "row op before column op"; value -1: open
+  std::vector<std::vector<Lit>>
+      before_;  // per device, n*n: "row op before column op"; value -1: open
 
-  std::vector<double> hx_;     // hinted start per op, NaN if none
-  std::vector<char> hoff_;     // hinted offload per activation
+  std::vector<double> hx_;  // hinted start per op, NaN if none
+  std::vector<char> hoff_;  // hinted offload per activation
   bool has_hint_ = false;
 
-  std::vector<int> cand_;                   // activation -> index in offload arrays, or -1
-  std::vector<int> o_id_, r_id_, y_col_;    // per candidate
-  std::vector<std::vector<int>> dev_cands_;  // per device: candidate activations
+  std::vector<int> cand_;                           // activation -> index in offload arrays, or -1
+  std::vector<int> o_id_, r_id_, y_col_;            // per candidate
+  std::vector<std::vector<int>> dev_cands_;         // per device: candidate activations
   std::map<std::pair<int, int>, Lit> link_before_;  // (a, b) with a < b: "a before b" on a link
   std::vector<int> x_col_;
   std::vector<int> sigma_col_;
@@ -263,7 +266,8 @@ void Builder::AddMemoryPrecedences() {
     const double r = act - offl;
     const auto add = [&](OpType t, double per) {
       const int cap = static_cast<int>(std::floor(room / per + 1e-9));
-      for (int j = cap + 1; j < M_; ++j) edges_.push_back({Id(t, s, j - cap - 1), Id(OpType::kF, s, j), 0.0});
+      for (int j = cap + 1; j < M_; ++j)
+        edges_.push_back({Id(t, s, j - cap - 1), Id(OpType::kF, s, j), 0.0});
     };
     if (r > 1e-12) add(OpType::kB, r);
     const double rest = act - p_.freed_by_b[s];
@@ -563,7 +567,8 @@ void Builder::AddOrderColumns() {
       }
     }
   }
-  std::stable_sort(open.begin(), open.end(), [](const Open& x, const Open& y) { return x.key < y.key; });
+  std::stable_sort(open.begin(), open.end(),
+                   [](const Open& x, const Open& y) { return x.key < y.key; });
   for (const Open& o : open) {
     const auto& ops = dev_ops_[o.d];
     const std::size_t n = ops.size();
@@ -725,8 +730,8 @@ void Builder::AddMemory() {
           rb2.Add(-1.0, y);
           AddRow(rb2.Finish(Sense::kLe, 0.0));
           const Lit u = Lit::Var(st.col);
-          AddPrecedence(r, e, -T_[r], {u});                 // u = 1: x_R <= x_F
-          AddPrecedence(e, r, -T_[e], {u.Not(), y});        // u = 0: x_F <= x_R
+          AddPrecedence(r, e, -T_[r], {u});           // u = 1: x_R <= x_F
+          AddPrecedence(e, r, -T_[e], {u.Not(), y});  // u = 0: x_F <= x_R
         }
         started[{e, c}] = st;
         if (st.kind == 1) rb.Add(off, y);
@@ -936,8 +941,8 @@ void Builder::AddTriangleCuts() {
 Model Builder::Build() {
   ComputeGraph();
   ComputeHints();
-  m_.objective_col = AddCol(std::max(0.0, o_.lower_bound), o_.horizon + 1e-9 * std::max(1.0, o_.horizon),
-                            false);
+  m_.objective_col =
+      AddCol(std::max(0.0, o_.lower_bound), o_.horizon + 1e-9 * std::max(1.0, o_.horizon), false);
   if (o_.lower_bound > o_.horizon + 1e-9 * std::max(1.0, o_.horizon)) {
     Infeasible("the lower bound exceeds the horizon");
   }
@@ -1040,7 +1045,8 @@ double TimeGrain(const Problem& p) {
     if (p.offload) v.push_back((*p.offload)[s]);
   }
   for (double c : p.comm) v.push_back(c);
-  for (double g : {1.0, 0.5, 0.25, 0.2, 0.125, 0.1, 0.05, 0.04, 0.025, 0.02, 0.01, 0.005, 0.002, 0.001}) {
+  for (double g :
+       {1.0, 0.5, 0.25, 0.2, 0.125, 0.1, 0.05, 0.04, 0.025, 0.02, 0.01, 0.005, 0.002, 0.001}) {
     bool ok = true;
     for (double x : v) {
       const double q = x / g;

@@ -31,13 +31,17 @@ std::optional<Solution> TuneWarmup(const Problem& p, const SearchOptions& opt, d
   while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds &&
          !(opt.stop && opt.stop->load()) &&
          !(opt.max_evaluations && *evaluations >= *opt.max_evaluations)) {
-    BuildAndScore(p, 2 * S, opt.threads, [&](int i) -> std::optional<Schedule> {
-      ListOptions o = options;
-      o.warmup_depth[i / 2] += i % 2 ? 1 : -1;
-      if (o.warmup_depth[i / 2] < 1 || o.warmup_depth[i / 2] > p.microbatches) return std::nullopt;
-      StatusOr<Schedule> s = ListSchedule(p, o);
-      return s.ok() ? std::optional<Schedule>(std::move(*s)) : std::nullopt;
-    }, cand, score);
+    BuildAndScore(
+        p, 2 * S, opt.threads,
+        [&](int i) -> std::optional<Schedule> {
+          ListOptions o = options;
+          o.warmup_depth[i / 2] += i % 2 ? 1 : -1;
+          if (o.warmup_depth[i / 2] < 1 || o.warmup_depth[i / 2] > p.microbatches)
+            return std::nullopt;
+          StatusOr<Schedule> s = ListSchedule(p, o);
+          return s.ok() ? std::optional<Schedule>(std::move(*s)) : std::nullopt;
+        },
+        cand, score);
     int pick = -1;
     for (int i = 0; i < 2 * S; ++i) {
       if (cand[i]) ++*evaluations;
@@ -66,14 +70,14 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
   std::vector<std::optional<StatusOr<Solution>>> runs(seeds.size());
   tbb::task_arena arena(opt.threads > 0 ? opt.threads : tbb::task_arena::automatic);
   arena.execute([&] {
-    tbb::parallel_for(std::size_t{0}, seeds.size(), [&](std::size_t i) {
-      runs[i].emplace(RunMethod(p, seeds[i]->name));
-    });
+    tbb::parallel_for(std::size_t{0}, seeds.size(),
+                      [&](std::size_t i) { runs[i].emplace(RunMethod(p, seeds[i]->name)); });
   });
   std::optional<Solution> best;
   for (std::size_t i = 0; i < seeds.size(); ++i) {
     StatusOr<Solution>& s = *runs[i];
-    res.seeds.push_back({seeds[i]->name, s.ok() ? OkStatus() : s.status(), s.ok() ? s->sim.objective : 0.0});
+    res.seeds.push_back(
+        {seeds[i]->name, s.ok() ? OkStatus() : s.status(), s.ok() ? s->sim.objective : 0.0});
     if (s.ok() && (!best || s->sim.objective < best->sim.objective - 1e-12)) {
       best = std::move(*s);
       res.winner = seeds[i]->name;
@@ -87,7 +91,8 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
     return Infeasible("no method fits this problem's memory limit:" + why.str());
   }
   const auto left = [&] {
-    return opt.time_limit_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return opt.time_limit_s -
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   // Half of what is left tunes the list scheduler's warm-up; the rest searches orders.
   std::int64_t evaluations = 0;
@@ -97,7 +102,8 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
   }
   SearchOptions rest = opt;
   rest.time_limit_s = left();
-  if (rest.max_evaluations) rest.max_evaluations = std::max<std::int64_t>(0, *rest.max_evaluations - evaluations);
+  if (rest.max_evaluations)
+    rest.max_evaluations = std::max<std::int64_t>(0, *rest.max_evaluations - evaluations);
   StatusOr<SearchResult> search = LocalSearch(p, best->schedule, rest);
   if (!search.ok()) return search.status();
   res.search = std::move(*search);

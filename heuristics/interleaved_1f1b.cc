@@ -21,8 +21,6 @@
 // empty or at least D long (a shorter one stalls the pipeline); so does this
 // builder, and it needs M >= D for that. Every accepted g is simulated and the
 // best objective that fits memory.limit is kept, ties going to the smaller g.
-#include "heuristics/method.h"
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -31,6 +29,7 @@
 #include <utility>
 
 #include "core/simulator.h"
+#include "heuristics/method.h"
 
 namespace optpipe {
 namespace {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <queue>
 #include <optional>
+#include <queue>
 #include <vector>
 
 #include "core/simulator.h"
@@ -39,7 +39,12 @@ using MinHeap = std::priority_queue<T, std::vector<T>, std::greater<T>>;
 class ListScheduler {
  public:
   ListScheduler(const Problem& p, const ListOptions& opt)
-      : p_(p), opt_(opt), sp_(p.op_space()), S_(p.stages()), M_(p.microbatches), D_(p.devices),
+      : p_(p),
+        opt_(opt),
+        sp_(p.op_space()),
+        S_(p.stages()),
+        M_(p.microbatches),
+        D_(p.devices),
         link_(LinkOfDevice(p)) {}
 
   StatusOr<Schedule> Run();
@@ -52,7 +57,8 @@ class ListScheduler {
   void DispatchLink(int l, double t);
   void Start(int op, int lane, double t);
   bool Fits(int d, double amount, double reserve) const {
-    return !limit_ || mem_[d] + amount + reserve <= (*limit_)[d] + 1e-9 * std::max(1.0, (*limit_)[d]);
+    return !limit_ ||
+           mem_[d] + amount + reserve <= (*limit_)[d] + 1e-9 * std::max(1.0, (*limit_)[d]);
   }
   double TailB(int s) const { return tail_b_[s]; }
   // Admitting F(s,m') must not starve the reload of the earliest offloaded
@@ -84,28 +90,28 @@ class ListScheduler {
 
   Schedule out_;
   MinHeap<Event> events_;
-  std::vector<int> pending_;        // unfinished predecessors per op
-  std::vector<double> ready_at_;    // max(pred end + lag)
-  std::vector<char> offloaded_;     // [s*M+m]
-  std::vector<int> cap_;            // warm-up depth per stage
-  std::vector<int> inflight_;       // F started, B not ended, per stage
-  std::vector<int> b_started_;      // B started per stage
-  std::vector<double> tail_b_;      // backward chain from B(s) to the end
-  std::vector<double> period_;      // one micro-batch of work per device
-  std::vector<double> reserve_;     // per stage: room kept for deeper stages on its device
-  std::vector<char> pressure_;      // device cannot hold its warm-up in memory
+  std::vector<int> pending_;      // unfinished predecessors per op
+  std::vector<double> ready_at_;  // max(pred end + lag)
+  std::vector<char> offloaded_;   // [s*M+m]
+  std::vector<int> cap_;          // warm-up depth per stage
+  std::vector<int> inflight_;     // F started, B not ended, per stage
+  std::vector<int> b_started_;    // B started per stage
+  std::vector<double> tail_b_;    // backward chain from B(s) to the end
+  std::vector<double> period_;    // one micro-batch of work per device
+  std::vector<double> reserve_;   // per stage: room kept for deeper stages on its device
+  std::vector<char> pressure_;    // device cannot hold its warm-up in memory
   std::vector<double> mem_;
-  std::vector<int> busy_;           // per lane: running op or -1
+  std::vector<int> busy_;               // per lane: running op or -1
   std::vector<MinHeap<Ready>> future_;  // per lane: released, waiting for comm lag
   std::vector<MinHeap<Ready>> ready_b_, ready_f_, ready_w_;  // per device
-  std::vector<std::vector<int>> ready_o_;  // per link, FIFO
-  std::vector<std::vector<int>> wait_r_;   // per link: reloads whose O is done
+  std::vector<std::vector<int>> ready_o_;                    // per link, FIFO
+  std::vector<std::vector<int>> wait_r_;                     // per link: reloads whose O is done
   // Per activation (s*M+m): memory it holds now. Per device: activations that
   // hold memory, and offloaded activations not yet reloaded (micro-batch order).
   std::vector<double> held_;
   std::vector<std::vector<int>> holding_;
   std::vector<std::vector<int>> awaiting_reload_;
-  std::vector<Ready> skipped_;             // scratch for DispatchDevice
+  std::vector<Ready> skipped_;  // scratch for DispatchDevice
   std::size_t total_ = 0, done_ = 0;
 };
 
@@ -133,7 +139,8 @@ void ListScheduler::Prepare() {
 
   tail_b_.assign(S_, 0.0);
   for (int s = 0; s < S_; ++s) {
-    tail_b_[s] = Duration(p_, Op{OpType::kB, s, 0}) + (s > 0 ? CommTime(p_, s - 1) + tail_b_[s - 1] : 0);
+    tail_b_[s] =
+        Duration(p_, Op{OpType::kB, s, 0}) + (s > 0 ? CommTime(p_, s - 1) + tail_b_[s - 1] : 0);
   }
   period_.assign(D_, 0.0);
   for (int s = 0; s < S_; ++s) period_[p_.stage_device[s]] += p_.f[s] + p_.b[s] + p_.w[s];
@@ -141,7 +148,8 @@ void ListScheduler::Prepare() {
   reserve_.assign(S_, 0.0);
   for (int s = 0; s < S_; ++s) {
     for (int u = s + 1; u < S_; ++u) {
-      if (p_.stage_device[u] == p_.stage_device[s]) reserve_[s] = std::max(reserve_[s], p_.activation[u]);
+      if (p_.stage_device[u] == p_.stage_device[s])
+        reserve_[s] = std::max(reserve_[s], p_.activation[u]);
     }
   }
   pressure_.assign(D_, 0);
@@ -249,8 +257,11 @@ void ListScheduler::Finish(int i, double t) {
       wait_r_[link_[d]].push_back(r);
       break;
     }
-    case OpType::kR: done_pred(OpType::kB, s, 0.0); break;
-    case OpType::kW: break;
+    case OpType::kR:
+      done_pred(OpType::kB, s, 0.0);
+      break;
+    case OpType::kW:
+      break;
   }
 }
 
@@ -261,9 +272,15 @@ void ListScheduler::DispatchDevice(int d, double t) {
     fut.pop();
     const Op op = sp_.At(i);
     switch (op.type) {
-      case OpType::kB: ready_b_[d].push({-TailB(op.stage), double(op.microbatch), i}); break;
-      case OpType::kF: ready_f_[d].push({double(op.microbatch), -double(op.stage), i}); break;
-      default: ready_w_[d].push({double(op.microbatch), -double(op.stage), i}); break;
+      case OpType::kB:
+        ready_b_[d].push({-TailB(op.stage), double(op.microbatch), i});
+        break;
+      case OpType::kF:
+        ready_f_[d].push({double(op.microbatch), -double(op.stage), i});
+        break;
+      default:
+        ready_w_[d].push({double(op.microbatch), -double(op.stage), i});
+        break;
     }
   }
   if (!fut.empty()) events_.push({fut.top().key1, 1, d});
@@ -366,7 +383,8 @@ std::vector<int> WarmupDepths(const Problem& p, const ListOptions& opt) {
     }
     double per_mb = 0;
     for (int u = 0; u < S; ++u) {
-      if (p.stage_device[u] == p.stage_device[s]) per_mb += p.f[u] + Duration(p, Op{OpType::kB, u, 0});
+      if (p.stage_device[u] == p.stage_device[s])
+        per_mb += p.f[u] + Duration(p, Op{OpType::kB, u, 0});
     }
     const double rounds = std::ceil(trip / std::max(per_mb, 1e-12) - 1e-9);
     depth[s] = std::clamp(static_cast<int>(std::lround(opt.warmup_scale * rounds)), 1, M);

@@ -25,8 +25,9 @@ double Secondary(const SimResult& r) {
   return sum;
 }
 
-
-bool SameActivation(const Op& a, const Op& b) { return a.stage == b.stage && a.microbatch == b.microbatch; }
+bool SameActivation(const Op& a, const Op& b) {
+  return a.stage == b.stage && a.microbatch == b.microbatch;
+}
 
 class MoveMaker {
  public:
@@ -76,7 +77,8 @@ class MoveMaker {
         Rotate(lane, m.from, m.to);
         return out;
       }
-      case Move::kOffload: return ToggleOffload(out, cur, m.lane, m.from);
+      case Move::kOffload:
+        return ToggleOffload(out, cur, m.lane, m.from);
     }
     return std::nullopt;
   }
@@ -155,16 +157,22 @@ void BuildAndScore(const Problem& p, int n, int threads,
 
 const char* ToString(SearchStop s) {
   switch (s) {
-    case SearchStop::kBound: return "bound";
-    case SearchStop::kTimeLimit: return "time_limit";
-    case SearchStop::kBudget: return "budget";
-    case SearchStop::kInterrupted: return "interrupted";
-    case SearchStop::kNoMove: return "no_move";
+    case SearchStop::kBound:
+      return "bound";
+    case SearchStop::kTimeLimit:
+      return "time_limit";
+    case SearchStop::kBudget:
+      return "budget";
+    case SearchStop::kInterrupted:
+      return "interrupted";
+    case SearchStop::kNoMove:
+      return "no_move";
   }
   return "?";
 }
 
-StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start, const SearchOptions& opt) {
+StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start,
+                                   const SearchOptions& opt) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
@@ -181,21 +189,35 @@ StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start, cons
   int idle_rounds = 0;
 
   for (std::uint64_t round = 0;; ++round) {
-    if (res.sim.objective <= bound + 1e-9) { res.stop = SearchStop::kBound; break; }
-    if (opt.stop && opt.stop->load()) { res.stop = SearchStop::kInterrupted; break; }
-    if (elapsed() >= opt.time_limit_s) { res.stop = SearchStop::kTimeLimit; break; }
+    if (res.sim.objective <= bound + 1e-9) {
+      res.stop = SearchStop::kBound;
+      break;
+    }
+    if (opt.stop && opt.stop->load()) {
+      res.stop = SearchStop::kInterrupted;
+      break;
+    }
+    if (elapsed() >= opt.time_limit_s) {
+      res.stop = SearchStop::kTimeLimit;
+      break;
+    }
     if (opt.max_evaluations && res.evaluations >= *opt.max_evaluations) {
       res.stop = SearchStop::kBudget;
       break;
     }
-    if (idle_rounds > 200) { res.stop = SearchStop::kNoMove; break; }
+    if (idle_rounds > 200) {
+      res.stop = SearchStop::kNoMove;
+      break;
+    }
     // Draw the batch sequentially from a per-round seed: thread-count independent.
     std::mt19937_64 rng(opt.seed * 0x9E3779B97F4A7C15ULL + round);
     int n = batch;
-    if (opt.max_evaluations) n = static_cast<int>(std::min<std::int64_t>(n, *opt.max_evaluations - res.evaluations));
+    if (opt.max_evaluations)
+      n = static_cast<int>(std::min<std::int64_t>(n, *opt.max_evaluations - res.evaluations));
     for (int i = 0; i < n; ++i) drawn[i] = moves.Draw(rng, res.schedule);
-    BuildAndScore(p, n, opt.threads,
-                  [&](int i) { return moves.Apply(res.schedule, res.sim, drawn[i]); }, cand, score);
+    BuildAndScore(
+        p, n, opt.threads, [&](int i) { return moves.Apply(res.schedule, res.sim, drawn[i]); },
+        cand, score);
     int best = -1;
     for (int i = 0; i < n; ++i) {
       if (cand[i]) ++res.evaluations;

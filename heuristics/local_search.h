@@ -30,11 +30,11 @@
 namespace optpipe {
 
 struct SearchOptions {
-  double time_limit_s = 1.0;             // wall clock, for everything the call does
+  double time_limit_s = 1.0;                    // wall clock, for everything the call does
   std::optional<std::int64_t> max_evaluations;  // deterministic budget (simulations)
-  int threads = 0;                       // 0: TBB's default; 1 reproduces bit for bit
+  int threads = 0;                              // 0: TBB's default; 1 reproduces bit for bit
   std::uint64_t seed = 1;
-  int batch = 32;                        // moves scored per round
+  int batch = 32;                           // moves scored per round
   const std::atomic<bool>* stop = nullptr;  // set to true to interrupt
   // Called with every new incumbent (already simulated and valid).
   std::function<void(const Schedule&, const SimResult&)> on_improvement;
@@ -67,6 +67,7 @@ void BuildAndScore(const Problem& p, int n, int threads,
 bool Better(const SimResult& a, const SimResult& b);
 
 // `start` must simulate (kInvalidArgument / kInfeasible otherwise).
-StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start, const SearchOptions& opt);
+StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start,
+                                   const SearchOptions& opt);
 
 }  // namespace optpipe

@@ -13,7 +13,8 @@ Status Always(const Problem&) { return OkStatus(); }
 
 Status OneStagePerDevice(const Problem& p) {
   if (p.stages_per_device == 1) return OkStatus();
-  return NotApplicable("needs stages_per_device = 1 (got " + std::to_string(p.stages_per_device) + ")");
+  return NotApplicable("needs stages_per_device = 1 (got " + std::to_string(p.stages_per_device) +
+                       ")");
 }
 
 }  // namespace
@@ -27,14 +28,16 @@ std::string FormatValues(const std::vector<double>& v) {
 const std::vector<MethodInfo>& Methods() {
   static const std::vector<MethodInfo> kMethods = {
       {"auto", "best of every applicable method, improved by parallel local search (--time-limit)",
-       Always, nullptr, [](const Problem& p, const SearchOptions& o) -> StatusOr<Schedule> {
+       Always, nullptr,
+       [](const Problem& p, const SearchOptions& o) -> StatusOr<Schedule> {
          StatusOr<AutoResult> r = RunAuto(p, o);
          if (!r.ok()) return r.status();
          return std::move(r->solution.schedule);
        }},
       {"gpipe", "GPipe: all forwards, then all backwards (Huang et al. 2019); peak M activations",
        Always, BuildGPipe},
-      {"1f1b", "1F1B / PipeDream-Flush: warm-up, one forward one backward, drain (Narayanan et al. 2021)",
+      {"1f1b",
+       "1F1B / PipeDream-Flush: warm-up, one forward one backward, drain (Narayanan et al. 2021)",
        OneStagePerDevice, BuildOneFOneB},
       {"1f1b-i", "interleaved 1F1B, v chunks per device, group size g (Narayanan et al. 2021)",
        Interleaved1F1BApplies, BuildInterleaved1F1B},
@@ -50,15 +53,16 @@ const std::vector<MethodInfo>& Methods() {
        VShapeApplies, BuildVMin},
       {"gis", "GIS: interleaved schedule of uniform memory, the PipeOffload base (Wan et al. 2025)",
        GisApplies, BuildGIS},
-      {"gis-h", "GIS-H: GIS with a shortened warm-up, lower peak (Wan et al. 2025)",
-       GisApplies, BuildGISH},
+      {"gis-h", "GIS-H: GIS with a shortened warm-up, lower peak (Wan et al. 2025)", GisApplies,
+       BuildGISH},
       {"po-h", "PipeOffload PO-H: offload the long-lived activations of GIS-H (Wan et al. 2025)",
        PipeOffloadApplies, BuildPOH},
       {"po-f", "PipeOffload PO-F: offload every activation, minimal memory (Wan et al. 2025)",
        PipeOffloadApplies, BuildPOF},
       {"list", "memory- and offload-aware list scheduler, best of a few warm-up/W/offload settings",
        Always, BuildList},
-      {"adaoffload", "AdaOffload: densest warm-up memory allows, PipeOffload rules after (OptPipe App. D)",
+      {"adaoffload",
+       "AdaOffload: densest warm-up memory allows, PipeOffload rules after (OptPipe App. D)",
        AdaOffloadApplies, BuildAdaOffload},
   };
   return kMethods;
@@ -95,8 +99,8 @@ StatusOr<Solution> Certify(const Problem& p, Schedule sched, const std::string& 
     StatusOr<SimResult> free_run = Simulate(unlimited, sched);
     std::string need;
     if (free_run.ok()) {
-      need = "; it needs peak memory [" + FormatValues(free_run->peak_memory) + "] against memory.limit [" +
-             FormatValues(*p.memory_limit) + "]";
+      need = "; it needs peak memory [" + FormatValues(free_run->peak_memory) +
+             "] against memory.limit [" + FormatValues(*p.memory_limit) + "]";
     }
     return Infeasible(name + " does not fit the memory limit: " + sim.status().message() + need);
   }

@@ -4,9 +4,9 @@
 // S - s activations, against M for GPipe, at the same bubble (S-1)(f+b).
 // With a split backward each W runs right after its B. Needs one stage per
 // device (the registry checks it).
-#include "heuristics/method.h"
-
 #include <algorithm>
+
+#include "heuristics/method.h"
 
 namespace optpipe {
 

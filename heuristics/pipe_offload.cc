@@ -57,6 +57,8 @@
 // smallest to d and keep the fastest that fits (§3.2: "selecting the largest
 // value of g that fits within the memory limit"); without one they use the
 // smallest g, the published schedule. GIS is g = d only.
+#include "heuristics/pipe_offload.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -65,7 +67,6 @@
 #include <utility>
 
 #include "heuristics/method.h"
-#include "heuristics/pipe_offload.h"
 
 namespace optpipe {
 namespace pipe_offload {

@@ -32,8 +32,6 @@
 // dropped from the order and each B, now b+w long, stretches the steady state
 // (unit costs, p = 4, m = 8: V-Half 38, V-Min 54, against 1F1B's 33), at the
 // same memory.
-#include "heuristics/method.h"
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -43,6 +41,7 @@
 #include <tuple>
 
 #include "core/simulator.h"
+#include "heuristics/method.h"
 
 namespace optpipe {
 namespace {

@@ -32,8 +32,6 @@
 // the schedule would need.
 // With a fused backward there is no W to move: ZB-H1 is then exactly 1F1B,
 // ZB-H2 at best a 1F1B with a deeper warm-up and ZB-V a V-shaped 1F1B.
-#include "heuristics/method.h"
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -42,6 +40,7 @@
 
 #include "core/simulator.h"
 #include "heuristics/list_scheduler.h"
+#include "heuristics/method.h"
 
 namespace optpipe {
 namespace {
@@ -117,7 +116,8 @@ StatusOr<Schedule> BestCap(const Problem& p, const std::vector<Cap>& caps) {
   if (!closest) return last;
   return Infeasible("no memory cap fits memory.limit: the closest, " +
                     std::to_string(closest->cap) + " activations per device, needs peak memory [" +
-                    FormatValues(need) + "] against memory.limit [" + FormatValues(*p.memory_limit) + "]");
+                    FormatValues(need) + "] against memory.limit [" +
+                    FormatValues(*p.memory_limit) + "]");
 }
 
 }  // namespace

@@ -92,7 +92,8 @@ void Product(const std::vector<std::vector<std::vector<Op>>>& choices, std::size
 
 }  // namespace
 
-void ForEachSchedule(const Problem& p, bool offload, const std::function<void(const Schedule&)>& fn) {
+void ForEachSchedule(const Problem& p, bool offload,
+                     const std::function<void(const Schedule&)>& fn) {
   const int S = p.stages(), M = p.microbatches;
   std::vector<std::vector<std::vector<Op>>> compute(p.devices);
   for (int d = 0; d < p.devices; ++d) {
@@ -119,11 +120,10 @@ void ForEachSchedule(const Problem& p, bool offload, const std::function<void(co
         ops[link[p.stage_device[s]]].push_back({OpType::kR, s, m});
       }
     }
-    for (std::size_t l = 0; l < ops.size(); ++l) Interleavings(ops[l], SameActivationBefore, copy[l]);
+    for (std::size_t l = 0; l < ops.size(); ++l)
+      Interleavings(ops[l], SameActivationBefore, copy[l]);
     Schedule sched = Schedule::Empty(p, "brute-force");
-    Product(compute, 0, sched.compute, [&] {
-      Product(copy, 0, sched.copy, [&] { fn(sched); });
-    });
+    Product(compute, 0, sched.compute, [&] { Product(copy, 0, sched.copy, [&] { fn(sched); }); });
   }
 }
 

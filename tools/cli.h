@@ -24,16 +24,16 @@ struct Command {
   CLI::App* sub;
   std::function<int()> run;
 };
-Command AddSchedule(CLI::App& app);  // tools/cmd_schedule.cc
-Command AddValidate(CLI::App& app);  // tools/cmd_validate.cc
-Command AddBound(CLI::App& app);     // tools/cmd_bound.cc
-Command AddMethods(CLI::App& app);   // tools/cmd_methods.cc
-Command AddDraw(CLI::App& app);      // tools/cmd_draw.cc
-Command AddShow(CLI::App& app);      // tools/cmd_show.cc
+Command AddSchedule(CLI::App& app);   // tools/cmd_schedule.cc
+Command AddValidate(CLI::App& app);   // tools/cmd_validate.cc
+Command AddBound(CLI::App& app);      // tools/cmd_bound.cc
+Command AddMethods(CLI::App& app);    // tools/cmd_methods.cc
+Command AddDraw(CLI::App& app);       // tools/cmd_draw.cc
+Command AddShow(CLI::App& app);       // tools/cmd_show.cc
 Command AddImportCsv(CLI::App& app);  // tools/cmd_import_csv.cc
-Command AddBench(CLI::App& app);     // tools/cmd_bench.cc
-Command AddRun(CLI::App& app);       // tools/cmd_run.cc
-Command AddPlan(CLI::App& app);      // tools/cmd_plan.cc
+Command AddBench(CLI::App& app);      // tools/cmd_bench.cc
+Command AddRun(CLI::App& app);        // tools/cmd_run.cc
+Command AddPlan(CLI::App& app);       // tools/cmd_plan.cc
 
 // Options every way of solving shares (flags map onto these).
 struct SolveOptions {
@@ -52,7 +52,8 @@ struct Solved {
 // Every method the CLI can run: the heuristics registry plus the composite and
 // exact methods the tools layer wires together. The result is simulated and checked.
 StatusOr<Solution> Solve(const Problem& p, const std::string& method, const SolveOptions& opt);
-StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method, const SolveOptions& opt);
+StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
+                               const SolveOptions& opt);
 // Method names Solve accepts, with one line each, and their applicability.
 struct MethodLine {
   std::string name, summary;

@@ -57,7 +57,8 @@ std::string Fixed(double x, int digits) {
 }
 
 std::vector<std::string> Cells(const BenchRow& r) {
-  if (!r.has_numbers()) return {r.problem, r.method, r.status, "", "", "", "", "", "", "", "", Fixed(r.wall_s, 3), ""};
+  if (!r.has_numbers())
+    return {r.problem, r.method, r.status, "", "", "", "", "", "", "", "", Fixed(r.wall_s, 3), ""};
   return {r.problem,
           r.method,
           r.status,
@@ -73,21 +74,27 @@ std::vector<std::string> Cells(const BenchRow& r) {
           std::to_string(r.invalid)};
 }
 
-const std::vector<std::string> kHeader = {"problem",  "method",   "status", "termination", "objective",
-                                          "makespan", "device_span", "peak_memory", "ratio",
-                                          "bound",    "gap",      "time_s", "invalid"};
+const std::vector<std::string> kHeader = {
+    "problem",     "method", "status", "termination", "objective", "makespan", "device_span",
+    "peak_memory", "ratio",  "bound",  "gap",         "time_s",    "invalid"};
 
 void Print(const std::vector<BenchRow>& rows, const std::string& format) {
   if (format == "json") {
     nlohmann::json out = nlohmann::json::array();
     for (const BenchRow& r : rows) {
-      nlohmann::json j{{"problem", r.problem}, {"method", r.method}, {"status", r.status},
-                       {"time_s", r.wall_s}};
+      nlohmann::json j{
+          {"problem", r.problem}, {"method", r.method}, {"status", r.status}, {"time_s", r.wall_s}};
       if (!r.reason.empty()) j["reason"] = r.reason;
       if (r.has_numbers()) {
-        j.update({{"termination", r.termination}, {"objective", r.objective}, {"makespan", r.makespan},
-                  {"device_span", r.device_span}, {"peak_memory", r.peak}, {"ratio", r.ratio},
-                  {"bound", r.bound}, {"gap", r.gap}, {"invalid", r.invalid}});
+        j.update({{"termination", r.termination},
+                  {"objective", r.objective},
+                  {"makespan", r.makespan},
+                  {"device_span", r.device_span},
+                  {"peak_memory", r.peak},
+                  {"ratio", r.ratio},
+                  {"bound", r.bound},
+                  {"gap", r.gap},
+                  {"invalid", r.invalid}});
       }
       out.push_back(std::move(j));
     }
@@ -136,8 +143,10 @@ int Run(const Args& a) {
     methods = SplitList(a.methods);
     for (const std::string& m : methods) {
       const std::vector<MethodLine> known = ListMethods(nullptr);
-      if (std::none_of(known.begin(), known.end(), [&](const MethodLine& l) { return l.name == m; })) {
-        return Fail(InvalidArgument("--methods: unknown method '" + m + "'; `optpipe methods` lists them"));
+      if (std::none_of(known.begin(), known.end(),
+                       [&](const MethodLine& l) { return l.name == m; })) {
+        return Fail(
+            InvalidArgument("--methods: unknown method '" + m + "'; `optpipe methods` lists them"));
       }
     }
   }
@@ -149,14 +158,15 @@ int Run(const Args& a) {
     const std::size_t first = rows.size();
     double bound = ComputeLowerBound(*p).value;
     for (const std::string& m : methods) {
-      std::cerr << "optpipe: bench " << p->name << " (" << p->devices << "x" << p->microbatches << ") "
-                << m << "\n";
+      std::cerr << "optpipe: bench " << p->name << " (" << p->devices << "x" << p->microbatches
+                << ") " << m << "\n";
       BenchRow row;
       row.problem = p->name;
       row.method = m;
       SolveOptions opt;
       opt.time_limit_s = a.time_limit_s;
-      if (a.verbose) opt.log = [](const std::string& line) { std::cerr << "optpipe: " << line << "\n"; };
+      if (a.verbose)
+        opt.log = [](const std::string& line) { std::cerr << "optpipe: " << line << "\n"; };
       const auto t0 = std::chrono::steady_clock::now();
       StatusOr<Solved> s = SolveDetailed(*p, m, opt);
       row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -179,7 +189,9 @@ int Run(const Args& a) {
       row.objective = sim.objective;
       row.makespan = sim.makespan;
       row.device_span = sim.device_span;
-      row.peak = sim.peak_memory.empty() ? 0.0 : *std::max_element(sim.peak_memory.begin(), sim.peak_memory.end());
+      row.peak = sim.peak_memory.empty()
+                     ? 0.0
+                     : *std::max_element(sim.peak_memory.begin(), sim.peak_memory.end());
       if (s->info.bound && rep.valid()) bound = std::max(bound, *s->info.bound);
       rows.push_back(std::move(row));
     }
@@ -206,10 +218,13 @@ int Run(const Args& a) {
 
 Command AddBench(CLI::App& app) {
   auto args = std::make_shared<Args>();
-  CLI::App* sub = app.add_subcommand("bench", "Run methods on problems; one checked, timed row per pair");
+  CLI::App* sub =
+      app.add_subcommand("bench", "Run methods on problems; one checked, timed row per pair");
   sub->add_option("problems", args->problems, "optpipe-problem/1 JSON files")->required();
-  sub->add_option("--methods", args->methods, "Comma-separated method names, or all")->capture_default_str();
-  sub->add_option("--time-limit", args->time_limit_s, "Wall-clock budget in seconds per (problem, method)")
+  sub->add_option("--methods", args->methods, "Comma-separated method names, or all")
+      ->capture_default_str();
+  sub->add_option("--time-limit", args->time_limit_s,
+                  "Wall-clock budget in seconds per (problem, method)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--format", args->format, "md, csv or json")->capture_default_str();

@@ -14,7 +14,8 @@ Command AddBound(CLI::App& app) {
     bool json = false;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* sub = app.add_subcommand("bound", "Print a provable lower bound on the problem's objective");
+  CLI::App* sub =
+      app.add_subcommand("bound", "Print a provable lower bound on the problem's objective");
   sub->add_option("problem", args->problem, "optpipe-problem/1 JSON file")->required();
   sub->add_flag("--json", args->json, "Print {bound, device_bound, critical_path, binding_device}");
   sub->footer(
@@ -26,7 +27,8 @@ Command AddBound(CLI::App& app) {
             if (!p.ok()) return Fail(p.status());
             const LowerBound lb = ComputeLowerBound(*p);
             if (args->json) {
-              std::cout << nlohmann::json{{"bound", lb.value}, {"device_bound", lb.device_bound},
+              std::cout << nlohmann::json{{"bound", lb.value},
+                                          {"device_bound", lb.device_bound},
                                           {"critical_path", lb.critical_path},
                                           {"binding_device", lb.binding_device}}
                                .dump(1)

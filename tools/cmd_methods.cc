@@ -8,7 +8,8 @@ namespace optpipe::cli {
 
 Command AddMethods(CLI::App& app) {
   auto problem = std::make_shared<std::string>();
-  CLI::App* sub = app.add_subcommand("methods", "List the scheduling methods (and whether they apply)");
+  CLI::App* sub =
+      app.add_subcommand("methods", "List the scheduling methods (and whether they apply)");
   sub->add_option("problem", *problem, "Optional problem: say which methods apply to it");
   return {sub, [problem] {
             std::optional<Problem> p;

@@ -42,7 +42,8 @@ int Run(const Args& a) {
   t.info = solved->info;  // termination, bound (>= the core lower bound), gap, solve time
   const double bound = ComputeLowerBound(*p).value;
   if (!t.info.bound || *t.info.bound < bound) t.info.bound = bound;
-  t.info.gap = sol->sim.objective > 0 ? (sol->sim.objective - *t.info.bound) / sol->sim.objective : 0.0;
+  t.info.gap =
+      sol->sim.objective > 0 ? (sol->sim.objective - *t.info.bound) / sol->sim.objective : 0.0;
   const std::string text = ToJson(t);
   if (a.out.empty() || a.out == "-") {
     std::cout << text;
@@ -68,11 +69,13 @@ int Run(const Args& a) {
 
 Command AddSchedule(CLI::App& app) {
   auto args = std::make_shared<Args>();
-  CLI::App* sub = app.add_subcommand("schedule", "Compute a schedule for a problem and write it as JSON");
+  CLI::App* sub =
+      app.add_subcommand("schedule", "Compute a schedule for a problem and write it as JSON");
   sub->add_option("problem", args->problem, "optpipe-problem/1 JSON file")->required();
   sub->add_option("-m,--method", args->method, "Method name (see `optpipe methods`)")
       ->capture_default_str();
-  sub->add_option("-o,--output", args->out, "Write the optpipe-schedule/1 file here (default: stdout)");
+  sub->add_option("-o,--output", args->out,
+                  "Write the optpipe-schedule/1 file here (default: stdout)");
   sub->add_option("--time-limit", args->solve.time_limit_s,
                   "Wall-clock budget in seconds for methods that search")
       ->capture_default_str()

@@ -21,7 +21,7 @@ int Run(const Args& a) {
   if (!t.ok()) return Fail(t.status());
   const CheckReport rep = CheckSchedule(*p, *t);
   if (a.json) {
-    std::cout << nlohmann::json{{"valid", rep.valid()}, {"makespan", rep.makespan},
+    std::cout << nlohmann::json{{"valid", rep.valid()},           {"makespan", rep.makespan},
                                 {"device_span", rep.device_span}, {"objective", rep.objective},
                                 {"peak_memory", rep.peak_memory}, {"errors", rep.errors}}
                      .dump(1)
@@ -42,7 +42,8 @@ Command AddValidate(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("validate", "Check a timed schedule against its problem");
   sub->add_option("problem", args->problem, "optpipe-problem/1 JSON file")->required();
   sub->add_option("schedule", args->schedule, "optpipe-schedule/1 JSON file")->required();
-  sub->add_flag("--json", args->json, "Print {valid, makespan, device_span, objective, peak_memory, errors}");
+  sub->add_flag("--json", args->json,
+                "Print {valid, makespan, device_span, objective, peak_memory, errors}");
   sub->footer(
       "Checks every rule of the format: each op once on its device and stream, durations,\n"
       "dependencies with comm time, one op per lane at a time, memory under the limit, and the\n"

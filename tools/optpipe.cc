@@ -8,11 +8,15 @@ namespace optpipe::cli {
 
 int ExitFor(const Status& st) {
   switch (st.code()) {
-    case StatusCode::kOk: return kOk;
+    case StatusCode::kOk:
+      return kOk;
     case StatusCode::kNotApplicable:
-    case StatusCode::kInfeasible: return kNotApplicable;
-    case StatusCode::kInternal: return kInvalid;
-    default: return kBadInput;
+    case StatusCode::kInfeasible:
+      return kNotApplicable;
+    case StatusCode::kInternal:
+      return kInvalid;
+    default:
+      return kBadInput;
   }
 }
 
@@ -30,10 +34,9 @@ int main(int argc, char** argv) {
       "activation offload) that respect device memory. Exit codes: 0 ok, 1 invalid, 2 bad input,\n"
       "3 method not applicable or infeasible."};
   app.require_subcommand(1);
-  const std::vector<Command> commands = {AddSchedule(app), AddValidate(app), AddBound(app),
-                                         AddMethods(app), AddBench(app),
-                                         AddDraw(app), AddShow(app), AddImportCsv(app), AddRun(app),
-                                         AddPlan(app)};
+  const std::vector<Command> commands = {
+      AddSchedule(app), AddValidate(app), AddBound(app),     AddMethods(app), AddBench(app),
+      AddDraw(app),     AddShow(app),     AddImportCsv(app), AddRun(app),     AddPlan(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

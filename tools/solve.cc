@@ -64,8 +64,9 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
     if (r->termination == MilpTermination::kInfeasible) {
       return Infeasible("milp: no schedule fits the memory limit (the model is infeasible)");
     }
-    return Infeasible("milp: no heuristic fits the memory limit and the MILP found no schedule in " +
-                      std::to_string(opt.time_limit_s) + " s (" + ToString(r->termination) + ")");
+    return Infeasible(
+        "milp: no heuristic fits the memory limit and the MILP found no schedule in " +
+        std::to_string(opt.time_limit_s) + " s (" + ToString(r->termination) + ")");
   }
   Solved out{Solution{std::move(*r->schedule), std::move(*r->sim)}, SolveInfo{}};
   out.solution.schedule.method = "milp";
@@ -78,15 +79,18 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
 
 }  // namespace
 
-StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method, const SolveOptions& opt) {
+StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
+                               const SolveOptions& opt) {
   if (method == "milp") return SolveWithMilp(p, opt);
   if (!FindMethod(method)) {
-    return InvalidArgument("--method: unknown method '" + method + "'; `optpipe methods` lists them");
+    return InvalidArgument("--method: unknown method '" + method +
+                           "'; `optpipe methods` lists them");
   }
   const auto t0 = std::chrono::steady_clock::now();
   SearchOptions search;
   search.time_limit_s = opt.time_limit_s;
-  StatusOr<Solution> s = method == "auto" ? SolveAuto(p, search, opt.log) : RunMethod(p, method, search);
+  StatusOr<Solution> s =
+      method == "auto" ? SolveAuto(p, search, opt.log) : RunMethod(p, method, search);
   if (!s.ok()) return s.status();
   Solved out{std::move(*s), SolveInfo{}};
   const double bound = ComputeLowerBound(p).value;

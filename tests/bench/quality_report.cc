@@ -39,7 +39,8 @@ Problem LlamaLike(int D, int M, std::uint32_t seed) {
   p.comm.assign(D - 1, 0.08);
   p.offload = std::vector<double>(D, 11.0);
   p.static_memory.assign(D, 28.0);
-  for (int d = 0; d < D; d += 2) p.host_links.push_back(d + 1 < D ? std::vector<int>{d, d + 1} : std::vector<int>{d});
+  for (int d = 0; d < D; d += 2)
+    p.host_links.push_back(d + 1 < D ? std::vector<int>{d, d + 1} : std::vector<int>{d});
   return p;
 }
 
@@ -92,8 +93,10 @@ int main(int argc, char** argv) {
       Problem tight = rich;
       if (slow) tight.offload = std::vector<double>(D, 40.0);
       tight.memory_limit = std::vector<double>(D, rich.static_memory[0] + share * need);
-      std::printf("%s, limit = static + %.0f%% of 1F1B's activations, %.2f%s (ratios to auto unlimited %.1f)\n",
-                  rich.name.c_str(), 100 * share, share * need, slow ? ", slow host link" : "", unlimited);
+      std::printf(
+          "%s, limit = static + %.0f%% of 1F1B's activations, %.2f%s (ratios to auto unlimited "
+          "%.1f)\n",
+          rich.name.c_str(), 100 * share, share * need, slow ? ", slow host link" : "", unlimited);
       if (share * need < *std::max_element(rich.activation.begin(), rich.activation.end())) {
         std::printf("  (cannot hold one activation of the last stage: no schedule exists)\n");
         continue;

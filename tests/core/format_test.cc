@@ -94,7 +94,7 @@ TEST(ProblemFormat, RejectsMalformedNamingTheField) {
     EXPECT_NE(p.status().message().find(field), std::string::npos)
         << "message '" << p.status().message() << "' should name " << field;
   }
-  EXPECT_FALSE(ParseProblem("{\"devices\": 1}").ok());         // no format
+  EXPECT_FALSE(ParseProblem("{\"devices\": 1}").ok());  // no format
   EXPECT_FALSE(ParseProblem("not json").ok());
   EXPECT_FALSE(ParseProblem(R"({"format": "optpipe-problem/2"})").ok());
   StatusOr<Problem> missing = LoadProblem("/nonexistent/problem.json");
@@ -133,10 +133,14 @@ TEST(ScheduleFormat, RoundTripsAndKeepsExtras) {
 TEST(ScheduleFormat, RejectsMalformedOps) {
   const std::string head = R"({"format": "optpipe-schedule/1", "ops": [)";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {R"({"device": 0, "stream": "compute", "type": "X", "stage": 0, "microbatch": 0, "start": 0, "end": 1})", "ops[0].type"},
-      {R"({"device": 0, "stream": "copy", "type": "F", "stage": 0, "microbatch": 0, "start": 0, "end": 1})", "ops[0].stream"},
-      {R"({"device": 0, "stream": "compute", "type": "F", "stage": 0, "start": 0, "end": 1})", "ops[0].microbatch"},
-      {R"({"device": 0, "stream": "compute", "type": "F", "stage": 0, "microbatch": 0, "start": "a", "end": 1})", "ops[0].start"},
+      {R"({"device": 0, "stream": "compute", "type": "X", "stage": 0, "microbatch": 0, "start": 0, "end": 1})",
+       "ops[0].type"},
+      {R"({"device": 0, "stream": "copy", "type": "F", "stage": 0, "microbatch": 0, "start": 0, "end": 1})",
+       "ops[0].stream"},
+      {R"({"device": 0, "stream": "compute", "type": "F", "stage": 0, "start": 0, "end": 1})",
+       "ops[0].microbatch"},
+      {R"({"device": 0, "stream": "compute", "type": "F", "stage": 0, "microbatch": 0, "start": "a", "end": 1})",
+       "ops[0].start"},
   };
   for (const auto& [op, field] : cases) {
     StatusOr<TimedSchedule> t = ParseTimedSchedule(head + op + "]}");

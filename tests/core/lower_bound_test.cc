@@ -47,8 +47,10 @@ TEST(LowerBound, NeverAboveBruteForceOptimumAndTightOnSmallCases) {
   };
   std::mt19937 rng(3);
   std::vector<Case> cases = {
-      {testing::UnitProblem(2, 2, true), false},   {testing::UnitProblem(2, 3, false), false},
-      {testing::UnitProblem(3, 2, true), false},   {testing::UnitProblem(2, 2, false), false},
+      {testing::UnitProblem(2, 2, true), false},
+      {testing::UnitProblem(2, 3, false), false},
+      {testing::UnitProblem(3, 2, true), false},
+      {testing::UnitProblem(2, 2, false), false},
   };
   for (int i = 0; i < 4; ++i) cases.push_back({testing::RandomProblem(rng, 2, 2, 1, true), false});
   cases.push_back({testing::RandomProblem(rng, 2, 3, 1, false), false});

@@ -116,7 +116,8 @@ TEST(Simulator, SharedHostLinkSerialisesCopies) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_DOUBLE_EQ(r->makespan, 10.0);
   Problem separate = MakeProblem(body);
-  r = Simulate(separate, FromText(separate, "d0: 0F0 0B0\nd1: 1F0 1B0\nl0: 0O0 0R0\nl1: 1O0 1R0\n"));
+  r = Simulate(separate,
+               FromText(separate, "d0: 0F0 0B0\nd1: 1F0 1B0\nl0: 0O0 0R0\nl1: 1O0 1R0\n"));
   ASSERT_TRUE(r.ok());
   EXPECT_DOUBLE_EQ(r->makespan, 8.0);
 }
@@ -150,10 +151,12 @@ TEST(Simulator, AgreesWithCheckerOnRandomProblems) {
     // Offload every other activation, copies in forward order on each link.
     const std::vector<int> link = LinkOfDevice(p);
     for (int st = 0; st < p.stages(); ++st) {
-      for (int m = 0; m < M; m += 2) s.copy[link[p.stage_device[st]]].push_back({OpType::kO, st, m});
+      for (int m = 0; m < M; m += 2)
+        s.copy[link[p.stage_device[st]]].push_back({OpType::kO, st, m});
     }
     for (int st = p.stages() - 1; st >= 0; --st) {
-      for (int m = 0; m < M; m += 2) s.copy[link[p.stage_device[st]]].push_back({OpType::kR, st, m});
+      for (int m = 0; m < M; m += 2)
+        s.copy[link[p.stage_device[st]]].push_back({OpType::kR, st, m});
     }
     StatusOr<SimResult> r = Simulate(p, s);
     ASSERT_TRUE(r.ok()) << r.status().message();

@@ -52,7 +52,8 @@ void ExpectSound(const Problem& p, const MilpResult& r, const std::string& what)
   const CheckReport rep = CheckSchedule(p, ToTimed(p, *r.schedule, *sim));
   EXPECT_TRUE(rep.valid()) << what << ": " << (rep.valid() ? "" : rep.errors.front());
   EXPECT_NEAR(rep.objective, r.objective, kTol) << what;
-  EXPECT_LE(r.stats.max_retime_excess, kTol) << what << ": the simulator re-timed a MILP solution worse";
+  EXPECT_LE(r.stats.max_retime_excess, kTol)
+      << what << ": the simulator re-timed a MILP solution worse";
 }
 
 struct Case {
@@ -67,14 +68,16 @@ std::vector<Case> TinyCases() {
   for (auto [d, m] : {std::pair{2, 2}, {2, 3}, {3, 2}}) {
     for (bool split : {true, false}) {
       if (split && d == 2 && m == 3) continue;  // 2.8M orders: too slow to enumerate here
-      const std::string tag = std::to_string(d) + "x" + std::to_string(m) + (split ? "-split" : "-fused");
+      const std::string tag =
+          std::to_string(d) + "x" + std::to_string(m) + (split ? "-split" : "-fused");
       cases.push_back({"unit-" + tag, testing::UnitProblem(d, m, split)});
       cases.push_back({"random-" + tag, testing::RandomProblem(rng, d, m, 1, split)});
       // A memory limit that binds: one activation fewer than 1F1B keeps on stage 0.
       Problem lim = testing::RandomProblem(rng, d, m, 1, split);
       lim.memory_limit = std::vector<double>(d);
       for (int k = 0; k < d; ++k) {
-        (*lim.memory_limit)[k] = lim.static_memory[k] + lim.activation[k] * std::max(1.0, d - k - 0.5);
+        (*lim.memory_limit)[k] =
+            lim.static_memory[k] + lim.activation[k] * std::max(1.0, d - k - 0.5);
       }
       cases.push_back({"limited-" + tag, lim});
     }
@@ -100,7 +103,8 @@ TEST(Milp, OptimumEqualsBruteForceOnTinyProblems) {
     for (Objective obj : {Objective::kMakespan, Objective::kDeviceSpan}) {
       Problem p = c.p;
       p.objective = obj;
-      const std::string what = c.name + (obj == Objective::kMakespan ? " makespan" : " device_span");
+      const std::string what =
+          c.name + (obj == Objective::kMakespan ? " makespan" : " device_span");
       const double brute = BruteForceOptimum(p, c.offload);
       ASSERT_LT(brute, std::numeric_limits<double>::infinity()) << what;
       std::optional<Solution> warm = BestHeuristic(p);

@@ -1,9 +1,8 @@
-#include "heuristics/auto_method.h"
-
 #include <gtest/gtest.h>
 
 #include "core/checker.h"
 #include "core/lower_bound.h"
+#include "heuristics/auto_method.h"
 #include "heuristics/list_scheduler.h"
 #include "tests/testing.h"
 
@@ -86,7 +85,8 @@ TEST(Auto, NeverWorseThanAnySeed) {
   for (std::uint32_t seed : {31u, 32u, 33u}) {
     Problem p = Heterogeneous(seed, true);
     p.memory_limit.emplace();
-    for (int d = 0; d < p.devices; ++d) p.memory_limit->push_back(p.static_memory[d] + 3 * p.activation[d]);
+    for (int d = 0; d < p.devices; ++d)
+      p.memory_limit->push_back(p.static_memory[d] + 3 * p.activation[d]);
     StatusOr<AutoResult> r = RunAuto(p, Budget(300, 1));
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(r->seeds.size(), Methods().size() - 1);

@@ -78,8 +78,11 @@ TEST(ListScheduler, RandomProblemsWithLimitsAreValidOrInfeasible) {
   int valid = 0;
   for (int trial = 0; trial < 60; ++trial) {
     std::uniform_int_distribution<int> dev(1, 8), mb(1, 32), v(1, 3);
-    Problem p = testing::RandomProblem(rng, dev(rng), mb(rng), v(rng), trial % 2 == 0, trial % 3 != 0);
-    if (trial % 4 == 0) p.placement = "vshape", p.stage_device = *PlaceStages("vshape", p.devices, p.stages_per_device);
+    Problem p =
+        testing::RandomProblem(rng, dev(rng), mb(rng), v(rng), trial % 2 == 0, trial % 3 != 0);
+    if (trial % 4 == 0)
+      p.placement = "vshape",
+      p.stage_device = *PlaceStages("vshape", p.devices, p.stages_per_device);
     if (trial % 5 != 0) {  // a limit between one activation per stage and 1F1B's need
       p.memory_limit.emplace();
       for (int d = 0; d < p.devices; ++d) {

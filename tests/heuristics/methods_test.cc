@@ -1,9 +1,8 @@
-#include "heuristics/method.h"
-
 #include <gtest/gtest.h>
 
 #include "core/checker.h"
 #include "core/lower_bound.h"
+#include "heuristics/method.h"
 #include "tests/testing.h"
 
 namespace optpipe {

@@ -19,8 +19,7 @@ Problem UnitV(int D, int M, bool split, double freed_by_b = 0.25) {
   std::ostringstream os;
   os << "\"name\": \"unit-v\", \"devices\": " << D << ", \"microbatches\": " << M
      << ", \"stages_per_device\": 2, \"placement\": \"vshape\", \"split_backward\": "
-     << (split ? "true" : "false")
-     << ", \"stage_time\": {\"f\": 0.5, \"b\": 0.5, \"w\": 0.5}, "
+     << (split ? "true" : "false") << ", \"stage_time\": {\"f\": 0.5, \"b\": 0.5, \"w\": 0.5}, "
      << "\"memory\": {\"activation\": 0.5, \"freed_by_b\": " << freed_by_b << "}";
   return testing::MakeProblem(os.str());
 }
