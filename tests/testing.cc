@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <sstream>
 
+#include "core/checker.h"
+#include "core/simulator.h"
+
 namespace optpipe::testing {
 
 Problem MakeProblem(const std::string& fields) {
@@ -125,6 +128,16 @@ void ForEachSchedule(const Problem& p, bool offload,
     Schedule sched = Schedule::Empty(p, "brute-force");
     Product(compute, 0, sched.compute, [&] { Product(copy, 0, sched.copy, [&] { fn(sched); }); });
   }
+}
+
+Solution Solve(const Problem& p, const std::string& method) {
+  StatusOr<Solution> s = RunMethod(p, method);
+  EXPECT_TRUE(s.ok()) << method << ": " << s.status().message();
+  if (!s.ok()) return {};
+  const CheckReport rep = CheckSchedule(p, ToTimed(p, s->schedule, s->sim));
+  EXPECT_TRUE(rep.valid()) << method << ": " << rep.errors.front();
+  EXPECT_NEAR(rep.objective, s->sim.objective, 1e-9) << method;
+  return *s;
 }
 
 std::string CasePath(const std::string& name) {

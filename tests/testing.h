@@ -10,6 +10,7 @@
 #include "core/format.h"
 #include "core/problem.h"
 #include "core/schedule.h"
+#include "heuristics/method.h"
 
 namespace optpipe::testing {
 
@@ -31,6 +32,11 @@ Problem RandomProblem(std::mt19937& rng, int devices, int microbatches, int v = 
 // host link that keeps each O before its R. Only for tiny problems.
 void ForEachSchedule(const Problem& p, bool offload,
                      const std::function<void(const Schedule&)>& fn);
+
+// Runs a method through the registry and checks its output independently: the
+// checker accepts it and agrees with the simulator on the objective. Returns an
+// empty Solution (after a test failure) when the method fails.
+Solution Solve(const Problem& p, const std::string& method);
 
 // Path of a bundled example problem (tests/cases/NAME.json).
 std::string CasePath(const std::string& name);

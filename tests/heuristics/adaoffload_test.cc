@@ -14,15 +14,7 @@
 namespace optpipe {
 namespace {
 
-Solution Solve(const Problem& p, const std::string& method) {
-  StatusOr<Solution> sol = RunMethod(p, method);
-  EXPECT_TRUE(sol.ok()) << method << ": " << sol.status().message();
-  if (!sol.ok()) return {};
-  const CheckReport rep = CheckSchedule(p, ToTimed(p, sol->schedule, sol->sim));
-  EXPECT_TRUE(rep.valid()) << method << ": " << rep.errors.front();
-  EXPECT_NEAR(rep.objective, sol->sim.objective, 1e-9);
-  return *sol;
-}
+using testing::Solve;  // run through the registry, then check independently
 
 double MaxOf(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
 

@@ -25,15 +25,7 @@ Problem UnitChunks(int D, int M, int v, bool split, double comm = 0) {
   return testing::MakeProblem(os.str());
 }
 
-Solution Solve(const Problem& p, const std::string& method) {
-  StatusOr<Solution> s = RunMethod(p, method);
-  EXPECT_TRUE(s.ok()) << method << ": " << s.status().message();
-  if (!s.ok()) return {};
-  const CheckReport rep = CheckSchedule(p, ToTimed(p, s->schedule, s->sim));
-  EXPECT_TRUE(rep.valid()) << method << ": " << rep.errors.front();
-  EXPECT_NEAR(rep.objective, s->sim.objective, 1e-9) << method;
-  return *s;
-}
+using testing::Solve;  // run through the registry, then check independently
 
 double MaxPeak(const SimResult& r) {
   return *std::max_element(r.peak_memory.begin(), r.peak_memory.end());

@@ -34,16 +34,7 @@ Problem Unit(int d, int m, int v, double offload = 0, double limit = 0,
   return testing::MakeProblem(os.str() + extra);
 }
 
-// Runs a method and checks its schedule with the independent checker.
-Solution Solve(const Problem& p, const std::string& method) {
-  StatusOr<Solution> sol = RunMethod(p, method);
-  EXPECT_TRUE(sol.ok()) << method << ": " << sol.status().message();
-  if (!sol.ok()) return {};
-  const CheckReport rep = CheckSchedule(p, ToTimed(p, sol->schedule, sol->sim));
-  EXPECT_TRUE(rep.valid()) << method << ": " << rep.errors.front();
-  EXPECT_NEAR(rep.objective, sol->sim.objective, 1e-9);
-  return *sol;
-}
+using testing::Solve;  // run through the registry, then check independently
 
 bool Fits(const Problem& p, const std::string& method) { return RunMethod(p, method).ok(); }
 

@@ -24,15 +24,7 @@ Problem UnitV(int D, int M, bool split, double freed_by_b = 0.25) {
   return testing::MakeProblem(os.str());
 }
 
-Solution Solve(const Problem& p, const std::string& method) {
-  StatusOr<Solution> s = RunMethod(p, method);
-  EXPECT_TRUE(s.ok()) << method << ": " << s.status().message();
-  if (!s.ok()) return {};
-  const CheckReport rep = CheckSchedule(p, ToTimed(p, s->schedule, s->sim));
-  EXPECT_TRUE(rep.valid()) << method << ": " << rep.errors.front();
-  EXPECT_NEAR(rep.objective, s->sim.objective, 1e-9) << method;
-  return *s;
-}
+using testing::Solve;  // run through the registry, then check independently
 
 // Peak activations: peak memory minus static memory, in whole-device activations.
 double PeakActivations(const Problem& p, const SimResult& r) {

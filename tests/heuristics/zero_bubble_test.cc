@@ -14,17 +14,7 @@ namespace {
 
 using testing::UnitProblem;
 
-// Runs a method through the registry and checks its output independently: the
-// checker accepts it and agrees with the simulator on the objective.
-Solution Solve(const Problem& p, const std::string& method) {
-  StatusOr<Solution> s = RunMethod(p, method);
-  EXPECT_TRUE(s.ok()) << method << ": " << s.status().message();
-  if (!s.ok()) return {};
-  const CheckReport rep = CheckSchedule(p, ToTimed(p, s->schedule, s->sim));
-  EXPECT_TRUE(rep.valid()) << method << ": " << rep.errors.front();
-  EXPECT_NEAR(rep.objective, s->sim.objective, 1e-9) << method;
-  return *s;
-}
+using testing::Solve;  // run through the registry, then check independently
 
 double MaxPeak(const SimResult& r) {
   return *std::max_element(r.peak_memory.begin(), r.peak_memory.end());
