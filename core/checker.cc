@@ -7,15 +7,10 @@
 #include <sstream>
 #include <tuple>
 
+#include "core/text_format.h"
+
 namespace optpipe {
 namespace {
-
-std::string Fmt(double x) {
-  std::ostringstream os;
-  os.precision(10);
-  os << x;
-  return os.str();
-}
 
 using Key = std::tuple<int, int, int>;  // type, stage, micro-batch
 
@@ -59,9 +54,10 @@ CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) 
     }
     const double dur = Duration(p, o.op);
     if (std::abs((o.end - o.start) - dur) > tol) {
-      err.push_back(name + " on device " + std::to_string(o.device) + ": runs " + Fmt(o.start) +
-                    ".." + Fmt(o.end) + " (" + Fmt(o.end - o.start) + "), but its duration is " +
-                    Fmt(dur));
+      err.push_back(name + " on device " + std::to_string(o.device) + ": runs " +
+                    FormatNumber(o.start, 10) + ".." + FormatNumber(o.end, 10) + " (" +
+                    FormatNumber(o.end - o.start, 10) + "), but its duration is " +
+                    FormatNumber(dur, 10));
     }
   }
   const auto find = [&](OpType ty, int s, int m) -> const TimedOp* {
@@ -73,8 +69,9 @@ CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) 
   const auto after = [&](const TimedOp* later, const TimedOp* earlier, double lag) {
     if (later && earlier && later->start + tol < earlier->end + lag) {
       err.push_back("op " + ToString(later->op) + " on device " + std::to_string(later->device) +
-                    " starts at " + Fmt(later->start) + ", before op " + ToString(earlier->op) +
-                    " ends at " + Fmt(earlier->end) + (lag > 0 ? " + comm " + Fmt(lag) : ""));
+                    " starts at " + FormatNumber(later->start, 10) + ", before op " +
+                    ToString(earlier->op) + " ends at " + FormatNumber(earlier->end, 10) +
+                    (lag > 0 ? " + comm " + FormatNumber(lag, 10) : ""));
     }
   };
   for (int s = 0; s < S; ++s) {
@@ -118,10 +115,12 @@ CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) 
     });
     for (std::size_t i = 1; i < l.size(); ++i) {
       if (l[i]->start + tol < l[i - 1]->end) {
-        err.push_back("op " + ToString(l[i]->op) + " starts at " + Fmt(l[i]->start) + " on " +
+        err.push_back("op " + ToString(l[i]->op) + " starts at " + FormatNumber(l[i]->start, 10) +
+                      " on " +
                       (r < std::size_t(D) ? "device " + std::to_string(r)
                                           : "host link " + std::to_string(r - D)) +
-                      " while op " + ToString(l[i - 1]->op) + " runs until " + Fmt(l[i - 1]->end));
+                      " while op " + ToString(l[i - 1]->op) + " runs until " +
+                      FormatNumber(l[i - 1]->end, 10));
       }
     }
   }
@@ -144,9 +143,9 @@ CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) 
       mem += delta;
       rep.peak_memory[d] = std::max(rep.peak_memory[d], mem);
       if (p.memory_limit && !reported && mem > (*p.memory_limit)[d] + tol) {
-        err.push_back("memory on device " + std::to_string(d) + " reaches " + Fmt(mem) +
-                      " at t=" + Fmt(time) + " when " + ToString(o->op) + " starts; limit " +
-                      Fmt((*p.memory_limit)[d]));
+        err.push_back("memory on device " + std::to_string(d) + " reaches " +
+                      FormatNumber(mem, 10) + " at t=" + FormatNumber(time, 10) + " when " +
+                      ToString(o->op) + " starts; limit " + FormatNumber((*p.memory_limit)[d], 10));
         reported = true;  // one message a device; later ones follow from it
       }
     }
@@ -172,11 +171,12 @@ CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) 
     if (v && std::abs(*v - actual) > tol) {
       std::string why;
       if (first_op && field[0] != 'p') {  // say which ops set the span
-        why = " (op " + ToString(first_op->op) + " starts first at " + Fmt(first_op->start) +
-              ", op " + ToString(last_op->op) + " ends last at " + Fmt(last_op->end) + ")";
+        why = " (op " + ToString(first_op->op) + " starts first at " +
+              FormatNumber(first_op->start, 10) + ", op " + ToString(last_op->op) +
+              " ends last at " + FormatNumber(last_op->end, 10) + ")";
       }
-      err.push_back(std::string(field) + ": file says " + Fmt(*v) + ", the ops give " +
-                    Fmt(actual) + why);
+      err.push_back(std::string(field) + ": file says " + FormatNumber(*v, 10) + ", the ops give " +
+                    FormatNumber(actual, 10) + why);
     }
   };
   reported(t.makespan, rep.makespan, "makespan");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/memory_curve.h"
+#include "core/text_format.h"
 
 namespace optpipe {
 namespace {
@@ -43,61 +44,10 @@ const TypeStyle kStyles[kNumOpTypes] = {
 const char* kIdle = "#e6e6e6";
 const char* kLimit = "#d62728";
 
-// Fixed-point with at most `decimals` digits, trailing zeros trimmed: "12.5", "30".
-std::string Num(double x, int decimals = 2) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
-  std::string s = buf;
-  if (s.find('.') != std::string::npos) {
-    while (s.back() == '0') s.pop_back();
-    if (s.back() == '.') s.pop_back();
-  }
-  if (s == "-0") s = "0";
-  return s;
-}
-
-std::string Esc(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+// SVG coordinates and labels: at most two decimals.
+std::string Num(double x, int decimals = 2) { return FormatFixed(x, decimals); }
 
 int Digits(int n) { return n < 10 ? 1 : 1 + Digits(n / 10); }
-
-// 1, 2 or 5 times a power of ten, so that ticks are at least `min_px` apart.
-double NiceStep(double span, double px_per_unit, double min_px) {
-  const double raw = min_px / px_per_unit;
-  const double p10 = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    if (m * p10 >= raw * (1 - 1e-9)) return m * p10;
-  }
-  return span;
-}
-
-int DecimalsFor(double step) {
-  return std::clamp(static_cast<int>(-std::floor(std::log10(step) + 1e-9)), 0, 6);
-}
 
 const char* TypeName(OpType t, bool split) {
   switch (t) {
@@ -270,7 +220,7 @@ std::string GanttSvg(const Problem& p, const TimedSchedule& t, const GanttOption
   const std::string method = t.method.empty() ? "schedule" : t.method;
   const std::string heading =
       opt.title.empty() ? (p.name.empty() ? t.problem : p.name) + " \xC2\xB7 " + method : opt.title;
-  add("<text class=\"title\" x=\"12\" y=\"22\">" + Esc(heading) + "</text>\n");
+  add("<text class=\"title\" x=\"12\" y=\"22\">" + XmlEscape(heading) + "</text>\n");
   std::string sub = "makespan " + Num(t1 - t0) + " \xC2\xB7 bubble " +
                     Num(100 * (1 - busy / (D * span)), 1) + "% \xC2\xB7 peak memory " +
                     Num(curves.empty() ? 0 : curves[peak_dev].peak) + " (device " +
@@ -282,7 +232,7 @@ std::string GanttSvg(const Problem& p, const TimedSchedule& t, const GanttOption
   }
   sub += " \xC2\xB7 " + std::to_string(D) + " devices \xC3\x97 " + std::to_string(p.microbatches) +
          " micro-batches, " + std::to_string(p.stages()) + " stages";
-  add("<text class=\"sub\" x=\"12\" y=\"40\">" + Esc(sub) + "</text>\n");
+  add("<text class=\"sub\" x=\"12\" y=\"40\">" + XmlEscape(sub) + "</text>\n");
 
   // Legend.
   for (std::size_t i = 0; i < legend.size(); ++i) {
@@ -300,7 +250,7 @@ std::string GanttSvg(const Problem& p, const TimedSchedule& t, const GanttOption
           "\" stroke-width=\"1.5\" stroke-dasharray=\"3 2\"/>\n");
     }
     add("<text x=\"" + Num(kind == 8 ? x : x + 17) + "\" y=\"" + Num(y + 10) + "\">" +
-        Esc(legend[i].label) + "</text>\n");
+        XmlEscape(legend[i].label) + "</text>\n");
   }
 
   // Lane backgrounds (idle time shows through) and row labels.
@@ -327,7 +277,7 @@ std::string GanttSvg(const Problem& p, const TimedSchedule& t, const GanttOption
 
   // Time axis: grid lines through the lanes, tick labels above and below.
   {
-    const double step = NiceStep(span, scale, 70);
+    const double step = NiceStep(70 / scale);
     const int dec = DecimalsFor(step);
     add("<g class=\"timeaxis\">\n");
     add("<line class=\"axis\" x1=\"" + Num(kMarginLeft) + "\" y1=\"" + Num(plot_bottom + 4) +

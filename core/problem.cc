@@ -3,14 +3,10 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/text_format.h"
+
 namespace optpipe {
 namespace {
-
-std::string Num(double x) {
-  std::ostringstream os;
-  os << x;
-  return os.str();
-}
 
 Status CheckArray(const std::vector<double>& a, std::size_t n, const std::string& field) {
   if (a.size() != n) {
@@ -20,7 +16,7 @@ Status CheckArray(const std::vector<double>& a, std::size_t n, const std::string
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (!std::isfinite(a[i]) || a[i] < 0) {
       return InvalidArgument(field + "[" + std::to_string(i) +
-                             "]: must be a finite number >= 0 (got " + Num(a[i]) + ")");
+                             "]: must be a finite number >= 0 (got " + FormatNumber(a[i]) + ")");
     }
   }
   return OkStatus();
@@ -86,11 +82,13 @@ Status Validate(const Problem& p) {
     const std::string i = "[" + std::to_string(s) + "]";
     if (p.freed_by_b[s] > p.activation[s]) {
       return InvalidArgument("memory.freed_by_b" + i + ": must be <= memory.activation" + i + " (" +
-                             Num(p.freed_by_b[s]) + " > " + Num(p.activation[s]) + ")");
+                             FormatNumber(p.freed_by_b[s]) + " > " + FormatNumber(p.activation[s]) +
+                             ")");
     }
     if (p.offloadable[s] > p.activation[s]) {
       return InvalidArgument("memory.offloadable" + i + ": must be <= memory.activation" + i +
-                             " (" + Num(p.offloadable[s]) + " > " + Num(p.activation[s]) + ")");
+                             " (" + FormatNumber(p.offloadable[s]) + " > " +
+                             FormatNumber(p.activation[s]) + ")");
     }
   }
   if (p.memory_limit) {
@@ -99,7 +97,8 @@ Status Validate(const Problem& p) {
       if ((*p.memory_limit)[d] < p.static_memory[d]) {
         const std::string i = "[" + std::to_string(d) + "]";
         return InvalidArgument("memory.limit" + i + ": must be >= memory.static" + i + " (" +
-                               Num((*p.memory_limit)[d]) + " < " + Num(p.static_memory[d]) + ")");
+                               FormatNumber((*p.memory_limit)[d]) + " < " +
+                               FormatNumber(p.static_memory[d]) + ")");
       }
     }
   }

@@ -7,17 +7,12 @@
 #include <sstream>
 
 #include "core/dag.h"
+#include "core/text_format.h"
 
 namespace optpipe {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-std::string Fmt(double x) {
-  std::ostringstream os;
-  os << x;
-  return os.str();
-}
 
 }  // namespace
 
@@ -243,8 +238,8 @@ std::string Simulator::DescribeDeadlock(const Schedule& s) const {
       const double t = blocked_at_[r];
       memory = true;
       os << "memory: " << ToString(h) << " on device " << d << " cannot allocate "
-         << Fmt(Allocates(p, h)) << " at t=" << Fmt(t) << " with " << Fmt(mem_[d])
-         << " in use of limit " << Fmt((*p.memory_limit)[d])
+         << FormatNumber(Allocates(p, h)) << " at t=" << FormatNumber(t) << " with "
+         << FormatNumber(mem_[d]) << " in use of limit " << FormatNumber((*p.memory_limit)[d])
          << ", and nothing queued before it can free memory; ";
     } else if (waits_for_[r] >= 0 && ++waiting <= 3) {
       order << where << " waits with " << ToString(h) << " for "

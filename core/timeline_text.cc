@@ -7,35 +7,10 @@
 #include <limits>
 #include <vector>
 
+#include "core/text_format.h"
+
 namespace optpipe {
-namespace {
-
-std::string Num(double x, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
-  std::string s = buf;
-  if (s.find('.') != std::string::npos) {
-    while (s.back() == '0') s.pop_back();
-    if (s.back() == '.') s.pop_back();
-  }
-  if (s == "-0") s = "0";
-  return s;
-}
-
-// 1, 2 or 5 times a power of ten, at least `raw`.
-double NiceStep(double raw) {
-  const double p10 = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0}) {
-    if (m * p10 >= raw * (1 - 1e-9)) return m * p10;
-  }
-  return 10 * p10;
-}
-
-int DecimalsFor(double step) {
-  return std::clamp(static_cast<int>(-std::floor(std::log10(step) + 1e-9)), 0, 6);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::string TextTimeline(const Problem& p, const TimedSchedule& t, int width) {
   const OpSpace space = p.op_space();
@@ -84,7 +59,8 @@ std::string TextTimeline(const Problem& p, const TimedSchedule& t, int width) {
   std::string out;
   const std::string heading = (p.name.empty() ? t.problem : p.name) + " / " +
                               (t.method.empty() ? std::string("schedule") : t.method);
-  out += heading + ": makespan " + Num(t1 - t0, 4) + ", one column = " + Num(slice, 4) + "\n";
+  out += heading + ": makespan " + FormatFixed(t1 - t0, 4) +
+         ", one column = " + FormatFixed(slice, 4) + "\n";
   const auto label = [&](char kind, int d) {
     std::string s = kind + std::to_string(d);
     s.resize(label_w, ' ');
@@ -105,7 +81,7 @@ std::string TextTimeline(const Problem& p, const TimedSchedule& t, int width) {
     if (tick > t1 + 1e-9 * span) break;
     const int col = std::min(cols - 1, static_cast<int>(std::floor((tick - t0) / slice + 1e-9)));
     ruler[col] = '+';
-    const std::string text = Num(tick, dec);
+    const std::string text = FormatFixed(tick, dec);
     if (col < free_from || col + static_cast<int>(text.size()) > cols + 1) continue;
     marks.replace(col, text.size(), text);
     free_from = col + static_cast<int>(text.size()) + 1;

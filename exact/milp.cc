@@ -8,6 +8,7 @@
 
 #include "core/checker.h"
 #include "core/lower_bound.h"
+#include "core/text_format.h"
 #include "exact/lp_solve_backend.h"
 #include "exact/model.h"
 
@@ -45,12 +46,6 @@ Schedule SequentialSchedule(const Problem& p) {
     }
   }
   return s;
-}
-
-std::string Num(double x) {
-  std::ostringstream os;
-  os << std::setprecision(6) << x;
-  return os.str();
 }
 
 double Gap(double objective, double bound) {
@@ -134,8 +129,8 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
       res.bound = std::max(core_bound, milp_bound);
     }
     log(std::string(ToString(term)) +
-        (res.schedule ? ": objective " + Num(res.objective) : ": no schedule") + " bound " +
-        Num(res.bound) + " gap " + Num(100 * res.gap) + "% nodes " +
+        (res.schedule ? ": objective " + FormatNumber(res.objective) : ": no schedule") +
+        " bound " + FormatNumber(res.bound) + " gap " + FormatNumber(100 * res.gap) + "% nodes " +
         std::to_string(res.stats.nodes));
     return std::move(res);
   };
@@ -181,7 +176,8 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
       " offload, " + std::to_string(model.copy_order_binaries) + " link order, " +
       std::to_string(model.memory_binaries) + " memory binaries; " +
       std::to_string(model.pairs_fixed) + " pairs fixed), " + std::to_string(res.stats.rows) +
-      " rows, horizon " + Num(bo.horizon) + (best ? " from " + res.warm_start_method : ""));
+      " rows, horizon " + FormatNumber(bo.horizon) +
+      (best ? " from " + res.warm_start_method : ""));
 
   if (model.infeasible) {
     if (best) {
@@ -198,7 +194,7 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
     Schedule s = milp::Decode(p, model, values);
     StatusOr<SimResult> r = simulator.Run(s);
     if (!r.ok()) {
-      log("a solution of objective " + Num(milp_objective) +
+      log("a solution of objective " + FormatNumber(milp_objective) +
           " does not simulate: " + r.status().message());
       return;
     }
@@ -209,8 +205,9 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
     best_sim = *r;
     res.from_warm_start = false;
     ++res.stats.improvements;
-    log("incumbent " + Num(best_sim->objective) + " (milp " + Num(milp_objective) + ") bound " +
-        Num(std::max(core_bound, res.stats.root_bound)));
+    log("incumbent " + FormatNumber(best_sim->objective) + " (milp " +
+        FormatNumber(milp_objective) + ") bound " +
+        FormatNumber(std::max(core_bound, res.stats.root_bound)));
     if (opt.on_improvement) opt.on_improvement(*best, *best_sim);
   };
 
@@ -219,7 +216,7 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
   lp.on_incumbent = consider;
   lp.on_root_bound = [&](double v) {
     res.stats.root_bound = v;
-    log("root relaxation " + Num(v));
+    log("root relaxation " + FormatNumber(v));
   };
   // With every time a multiple of the grain, so is every objective: a node
   // that cannot beat the incumbent by a full grain cannot beat it at all.

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/dag.h"
+#include "core/text_format.h"
 
 namespace optpipe::runtime {
 
@@ -40,13 +41,6 @@ std::int64_t BytesOf(double units, double bytes_per_unit) {
 }
 
 namespace {
-
-std::string Num(double x) {
-  std::ostringstream os;
-  os.precision(3);
-  os << x;
-  return os.str();
-}
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -543,8 +537,8 @@ class Iteration {
       FreeNow(d, to_free);
       if (over) {
         Fail(r, i,
-             Internal("memory " + Num(now_mem) + " exceeds memory.limit " +
-                      Num((*p_.memory_limit)[d])));
+             Internal("memory " + FormatNumber(now_mem, 3) + " exceeds memory.limit " +
+                      FormatNumber((*p_.memory_limit)[d], 3)));
         return false;
       }
     }
@@ -656,7 +650,7 @@ class Iteration {
       const std::string dev = "device " + std::to_string(e.from_device);
       if (ls.kind == LaneKind::kAwait || arrived_[ls.edge]) {
         return "waits with " + op + " for the transfer of " + from + " from " + dev +
-               ", which ended at " + Num(times_[e.from].end) + " s";
+               ", which ended at " + FormatNumber(times_[e.from].end, 3) + " s";
       }
       return "waits with " + op + " for " + from + " (" + LaneName(pl_, e.from_lane) + ")";
     }
@@ -669,14 +663,14 @@ class Iteration {
 
   std::string WatchdogMessage(Clock::time_point now, double watchdog_s) const {
     std::ostringstream os;
-    os << "watchdog: no op started or finished for " << Num(watchdog_s) << " s";
+    os << "watchdog: no op started or finished for " << FormatNumber(watchdog_s, 3) << " s";
     std::vector<std::string> parts;
     for (int r = 0; r < pl_.lanes; ++r) {  // running ops first: they hold the others
       const LaneState& ls = lanes_[r];
       if (ls.kind != LaneKind::kRunning) continue;
       parts.push_back(LaneName(pl_, r) + " is stuck in " + ToString(pl_.space.At(ls.op)) +
-                      " (running for " + Num(Seconds(now - ls.since)) + " s, expected " +
-                      Num(pl_.expected_s[ls.op]) + " s)");
+                      " (running for " + FormatNumber(Seconds(now - ls.since), 3) +
+                      " s, expected " + FormatNumber(pl_.expected_s[ls.op], 3) + " s)");
     }
     for (int r = 0; r < pl_.lanes; ++r) {
       const LaneState& ls = lanes_[r];

@@ -17,6 +17,7 @@
 #include "core/checker.h"
 #include "core/format.h"
 #include "core/lower_bound.h"
+#include "core/text_format.h"
 #include "tools/cli.h"
 
 namespace optpipe::cli {
@@ -50,27 +51,23 @@ std::vector<std::string> SplitList(const std::string& s) {
   return out;
 }
 
-std::string Fixed(double x, int digits) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(digits) << x;
-  return os.str();
-}
-
 std::vector<std::string> Cells(const BenchRow& r) {
   if (!r.has_numbers())
-    return {r.problem, r.method, r.status, "", "", "", "", "", "", "", "", Fixed(r.wall_s, 3), ""};
+    return {r.problem, r.method, r.status, "", "", "",
+            "",        "",       "",       "", "", FormatFixed(r.wall_s, 3, true),
+            ""};
   return {r.problem,
           r.method,
           r.status,
           r.termination,
-          Fixed(r.objective, 4),
-          Fixed(r.makespan, 4),
-          Fixed(r.device_span, 4),
-          Fixed(r.peak, 4),
-          Fixed(r.ratio, 4),
-          Fixed(r.bound, 4),
-          Fixed(100 * r.gap, 2) + "%",
-          Fixed(r.wall_s, 3),
+          FormatFixed(r.objective, 4, true),
+          FormatFixed(r.makespan, 4, true),
+          FormatFixed(r.device_span, 4, true),
+          FormatFixed(r.peak, 4, true),
+          FormatFixed(r.ratio, 4, true),
+          FormatFixed(r.bound, 4, true),
+          FormatFixed(100 * r.gap, 2, true) + "%",
+          FormatFixed(r.wall_s, 3, true),
           std::to_string(r.invalid)};
 }
 

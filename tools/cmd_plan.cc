@@ -10,6 +10,7 @@
 
 #include "core/format.h"
 #include "core/lower_bound.h"
+#include "core/text_format.h"
 #include "heuristics/planner/config.h"
 #include "heuristics/planner/plan.h"
 #include "tools/cli.h"
@@ -28,12 +29,6 @@ struct Args {
 };
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-std::string Fixed(double x, int digits) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(digits) << x;
-  return os.str();
-}
 
 StatusOr<Hardware> ResolveHardware(const std::string& arg) {
   const bool is_file =
@@ -56,9 +51,10 @@ void Report(const ModelCosts& c, const Hardware& hw, const Plan& plan) {
     e << "optpipe: " << std::setw(5) << s << " " << std::setw(6) << st.device << " " << std::left
       << std::setw(13) << LayerRange(c, st.first, st.last) << std::right << " " << std::setw(2)
       << st.in_flight << "  " << std::left << std::setw(14) << ck.Text() << std::right << " "
-      << std::setw(8) << Fixed(ck.f, 2) << " " << std::setw(8) << Fixed(ck.b, 2) << " "
-      << std::setw(8) << Fixed(ck.w, 2) << " " << std::setw(11) << Fixed(ck.activation / kGiB, 3)
-      << " " << std::setw(14) << Fixed(ck.transient / kGiB, 3) << "\n";
+      << std::setw(8) << FormatFixed(ck.f, 2, true) << " " << std::setw(8)
+      << FormatFixed(ck.b, 2, true) << " " << std::setw(8) << FormatFixed(ck.w, 2, true) << " "
+      << std::setw(11) << FormatFixed(ck.activation / kGiB, 3, true) << " " << std::setw(14)
+      << FormatFixed(ck.transient / kGiB, 3, true) << "\n";
   }
   // Estimated peak per device: static + every stage's l in-flight activations.
   std::vector<double> peak = p.static_memory;
@@ -66,9 +62,9 @@ void Report(const ModelCosts& c, const Hardware& hw, const Plan& plan) {
     peak[plan.stages[s].device] += plan.stages[s].in_flight * p.activation[s];
   }
   e << "optpipe: static memory per device (GiB):";
-  for (double x : p.static_memory) e << " " << Fixed(x, 1);
+  for (double x : p.static_memory) e << " " << FormatFixed(x, 1, true);
   e << "\noptpipe: estimated peak with l in flight (GiB):";
-  for (double x : peak) e << " " << Fixed(x, 1);
+  for (double x : peak) e << " " << FormatFixed(x, 1, true);
   e << " of " << hw.memory_gib << "\n";
   std::string even;
   for (std::size_t s = 0; s + 1 < plan.even_first.size(); ++s) {
@@ -79,10 +75,11 @@ void Report(const ModelCosts& c, const Hardware& hw, const Plan& plan) {
     even += (s ? "," : "") + std::to_string(count);
   }
   e << "optpipe: largest stage time (F+B+W per micro-batch): DP partition "
-    << Fixed(plan.objective, 2) << " ms vs even split (" << even << " transformer layers) ";
+    << FormatFixed(plan.objective, 2, true) << " ms vs even split (" << even
+    << " transformer layers) ";
   if (std::isfinite(plan.even_objective)) {
-    e << Fixed(plan.even_objective, 2) << " ms ("
-      << Fixed(100 * (plan.even_objective - plan.objective) / plan.even_objective, 1)
+    e << FormatFixed(plan.even_objective, 2, true) << " ms ("
+      << FormatFixed(100 * (plan.even_objective - plan.objective) / plan.even_objective, 1, true)
       << "% lower)\n";
   } else {
     e << "does not fit memory\n";
@@ -102,9 +99,10 @@ int RunSchedule(const Args& a, const Problem& p) {
     if (Status st = WriteFile(a.schedule_out, ToJson(t)); !st.ok()) return Fail(st);
   }
   std::cerr << "optpipe: " << a.schedule_method << ": makespan " << sol->sim.makespan
-            << " ms, bound " << *t.info.bound << " (gap " << Fixed(100 * *t.info.gap, 1)
-            << "%), bubble " << Fixed(100 * sol->sim.bubble_ratio, 1) << "%, peak memory";
-  for (double x : sol->sim.peak_memory) std::cerr << " " << Fixed(x, 1);
+            << " ms, bound " << *t.info.bound << " (gap " << FormatFixed(100 * *t.info.gap, 1, true)
+            << "%), bubble " << FormatFixed(100 * sol->sim.bubble_ratio, 1, true)
+            << "%, peak memory";
+  for (double x : sol->sim.peak_memory) std::cerr << " " << FormatFixed(x, 1, true);
   std::cerr << " GiB\n";
   return kOk;
 }
@@ -131,11 +129,12 @@ int Run(const Args& a) {
   o.allow_offload = !a.no_offload;
   o.name = a.name;
   std::cerr << "optpipe: planning " << m->name << " (" << m->layers << " layers, "
-            << Fixed(TotalParams(*m) / 1e9, 2) << "B parameters, micro-batch " << m->microbatch_size
-            << " x " << m->sequence << " tokens) on " << a.devices << " x " << hw->name << " ("
-            << hw->peak_tflops << " TFLOP/s x " << hw->efficiency << ", " << hw->memory_gib
-            << " GiB), " << a.devices * a.stages_per_device << " stages, " << a.microbatches
-            << " micro-batches" << (profile ? ", measured layer times" : "") << "\n";
+            << FormatFixed(TotalParams(*m) / 1e9, 2, true) << "B parameters, micro-batch "
+            << m->microbatch_size << " x " << m->sequence << " tokens) on " << a.devices << " x "
+            << hw->name << " (" << hw->peak_tflops << " TFLOP/s x " << hw->efficiency << ", "
+            << hw->memory_gib << " GiB), " << a.devices * a.stages_per_device << " stages, "
+            << a.microbatches << " micro-batches" << (profile ? ", measured layer times" : "")
+            << "\n";
   StatusOr<Plan> plan = BuildPlan(costs, *hw, o);
   if (!plan.ok()) return Fail(plan.status());
   Report(costs, *hw, *plan);

@@ -1,0 +1,68 @@
+#include "core/text_format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace optpipe {
+
+std::string FormatNumber(double x, int precision) {
+  std::ostringstream os;
+  os.precision(precision);
+  os << x;
+  return os.str();
+}
+
+std::string FormatFixed(double x, int decimals, bool keep_zeros) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
+  std::string s = buf;
+  if (!keep_zeros && s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  if (s == "-0") s = "0";
+  return s;
+}
+
+double NiceStep(double raw) {
+  const double p10 = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (m * p10 >= raw * (1 - 1e-9)) return m * p10;
+  }
+  return 10 * p10;
+}
+
+int DecimalsFor(double step) {
+  return std::clamp(static_cast<int>(-std::floor(std::log10(step) + 1e-9)), 0, 6);
+}
+
+std::string XmlEscape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace optpipe

@@ -1,0 +1,27 @@
+// Number and markup formatting shared by core's messages and pictures, so that
+// a value reads the same in an error, a Gantt chart and a terminal timeline.
+//
+//   FormatNumber(51.3)          -> "51.3"      (shortest, 6 significant digits)
+//   FormatFixed(12.50, 2)       -> "12.5"      (at most 2 decimals, zeros trimmed)
+//   FormatFixed(12.5, 2, true)  -> "12.50"
+//   NiceStep(7.3)               -> 10          (axis ticks: 1, 2 or 5 x 10^k)
+//   XmlEscape("a<b")            -> "a&lt;b"
+#pragma once
+
+#include <string>
+
+namespace optpipe {
+
+// Shortest ostream form with `precision` significant digits.
+std::string FormatNumber(double x, int precision = 6);
+// Fixed-point with `decimals` digits, trailing zeros trimmed unless `keep_zeros`
+// (for aligned table columns): "12.5", "30", never "-0".
+std::string FormatFixed(double x, int decimals, bool keep_zeros = false);
+// The smallest 1, 2 or 5 times a power of ten that is at least `raw` (> 0).
+double NiceStep(double raw);
+// Decimals needed to print multiples of `step` exactly (0..6).
+int DecimalsFor(double step);
+// Text safe inside an XML attribute or element.
+std::string XmlEscape(const std::string& s);
+
+}  // namespace optpipe
