@@ -8,16 +8,16 @@
 //   invalid    the checker's violations of the written schedule (0 unless it is wrong)
 #include <algorithm>
 #include <chrono>
-#include <iomanip>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/checker.h"
 #include "core/format.h"
 #include "core/lower_bound.h"
-#include "core/text_format.h"
+#include "tools/bench_report.h"
 #include "tools/cli.h"
 
 namespace optpipe::cli {
@@ -28,18 +28,8 @@ struct Args {
   std::string methods = "all";
   double time_limit_s = 10.0;
   std::string format = "md";
+  std::string report_dir;  // writes report.md and report.svg there when set
   bool verbose = false;
-};
-
-struct BenchRow {
-  std::string problem, method;
-  std::string status;  // "ok", "not applicable", "infeasible" or "error"
-  std::string reason;  // why there are no numbers (json only: too long for a table)
-  std::string termination;
-  double objective = 0, makespan = 0, device_span = 0, peak = 0, ratio = 0, bound = 0, gap = 0;
-  double wall_s = 0;
-  int invalid = 0;
-  bool has_numbers() const { return status == "ok"; }
 };
 
 std::vector<std::string> SplitList(const std::string& s) {
@@ -49,84 +39,6 @@ std::vector<std::string> SplitList(const std::string& s) {
     if (!item.empty()) out.push_back(item);
   }
   return out;
-}
-
-std::vector<std::string> Cells(const BenchRow& r) {
-  if (!r.has_numbers())
-    return {r.problem, r.method, r.status, "", "", "",
-            "",        "",       "",       "", "", FormatFixed(r.wall_s, 3, true),
-            ""};
-  return {r.problem,
-          r.method,
-          r.status,
-          r.termination,
-          FormatFixed(r.objective, 4, true),
-          FormatFixed(r.makespan, 4, true),
-          FormatFixed(r.device_span, 4, true),
-          FormatFixed(r.peak, 4, true),
-          FormatFixed(r.ratio, 4, true),
-          FormatFixed(r.bound, 4, true),
-          FormatFixed(100 * r.gap, 2, true) + "%",
-          FormatFixed(r.wall_s, 3, true),
-          std::to_string(r.invalid)};
-}
-
-const std::vector<std::string> kHeader = {
-    "problem",     "method", "status", "termination", "objective", "makespan", "device_span",
-    "peak_memory", "ratio",  "bound",  "gap",         "time_s",    "invalid"};
-
-void Print(const std::vector<BenchRow>& rows, const std::string& format) {
-  if (format == "json") {
-    nlohmann::json out = nlohmann::json::array();
-    for (const BenchRow& r : rows) {
-      nlohmann::json j{
-          {"problem", r.problem}, {"method", r.method}, {"status", r.status}, {"time_s", r.wall_s}};
-      if (!r.reason.empty()) j["reason"] = r.reason;
-      if (r.has_numbers()) {
-        j.update({{"termination", r.termination},
-                  {"objective", r.objective},
-                  {"makespan", r.makespan},
-                  {"device_span", r.device_span},
-                  {"peak_memory", r.peak},
-                  {"ratio", r.ratio},
-                  {"bound", r.bound},
-                  {"gap", r.gap},
-                  {"invalid", r.invalid}});
-      }
-      out.push_back(std::move(j));
-    }
-    std::cout << out.dump(1) << "\n";
-    return;
-  }
-  if (format == "csv") {
-    const auto quote = [](const std::string& s) {
-      if (s.find_first_of(",\"") == std::string::npos) return s;
-      std::string q = "\"";
-      for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-      return q + "\"";
-    };
-    for (std::size_t i = 0; i < kHeader.size(); ++i) std::cout << (i ? "," : "") << kHeader[i];
-    std::cout << "\n";
-    for (const BenchRow& r : rows) {
-      const std::vector<std::string> c = Cells(r);
-      for (std::size_t i = 0; i < c.size(); ++i) std::cout << (i ? "," : "") << quote(c[i]);
-      std::cout << "\n";
-    }
-    return;
-  }
-  std::cout << "|";
-  for (const std::string& h : kHeader) std::cout << " " << h << " |";
-  std::cout << "\n|";
-  for (std::size_t i = 0; i < kHeader.size(); ++i) std::cout << (i < 3 ? "---|" : "---:|");
-  std::cout << "\n";
-  for (const BenchRow& r : rows) {
-    std::cout << "|";
-    for (std::string c : Cells(r)) {
-      std::replace(c.begin(), c.end(), '|', '/');
-      std::cout << " " << c << " |";
-    }
-    std::cout << "\n";
-  }
 }
 
 int Run(const Args& a) {
@@ -207,7 +119,22 @@ int Run(const Args& a) {
       r.gap = r.objective > 0 ? std::max(0.0, (r.objective - bound) / r.objective) : 0.0;
     }
   }
-  Print(rows, a.format);
+  std::cout << BenchTable(rows, a.format);
+  if (!a.report_dir.empty()) {
+    const std::filesystem::path dir = a.report_dir;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+      return Fail(InvalidArgument("--report: cannot create " + dir.string() + ": " + ec.message()));
+    for (const auto& [name, text] :
+         {std::pair{std::string("report.md"), BenchReportMarkdown(rows, "report.svg")},
+          std::pair{std::string("report.svg"), BenchReportSvg(rows)}}) {
+      std::ofstream out(dir / name);
+      out << text;
+      if (!out) return Fail(InvalidArgument("--report: cannot write " + (dir / name).string()));
+    }
+    std::cerr << "optpipe: wrote " << (dir / "report.md").string() << " and report.svg\n";
+  }
   return invalid ? kInvalid : kOk;
 }
 
@@ -225,6 +152,9 @@ Command AddBench(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--format", args->format, "md, csv or json")->capture_default_str();
+  sub->add_option("--report", args->report_dir,
+                  "Also write DIR/report.md (objective / bound per problem and method, every run) "
+                  "and DIR/report.svg (a bar chart of the same)");
   sub->add_flag("-v,--verbose", args->verbose, "Progress lines of searching methods on stderr");
   sub->footer(
       "Columns: objective (the problem's), makespan, device_span, peak_memory (largest device),\n"
@@ -232,7 +162,8 @@ Command AddBench(CLI::App& app) {
       "proved), gap = (objective - bound) / objective, time_s (wall), invalid (checker\n"
       "violations; 0 unless a schedule is wrong). A method that does not apply or does not fit\n"
       "memory shows why instead of numbers. Exit 1 if any schedule is invalid.\n"
-      "Example: optpipe bench tests/cases/*.json --methods 1f1b,milp --time-limit 10");
+      "Example: optpipe bench tests/cases/*.json --methods 1f1b,milp --time-limit 10\n"
+      "         optpipe bench tests/cases/*.json --time-limit 1 --report bench-report");
   return {sub, [args] { return Run(*args); }};
 }
 
