@@ -29,9 +29,11 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "heuristics/best_fitting.h"
 #include "heuristics/method.h"
 #include "heuristics/pipe_offload.h"
 
@@ -110,10 +112,9 @@ Schedule Fill(const Problem& p, const Schedule& po, double tolerance) {
     // Step 3: everything else in PipeOffload's order.
     std::vector<Op>& filled = out.compute[d];
     filled = fill;
+    std::size_t forwards = 0;  // the fill is the lane's first fill.size() forwards
     for (const Op& op : lane) {
-      if (op.type != OpType::kF || std::find(fill.begin(), fill.end(), op) == fill.end()) {
-        filled.push_back(op);
-      }
+      if (op.type != OpType::kF || forwards++ >= fill.size()) filled.push_back(op);
     }
   }
   return out;
@@ -130,35 +131,45 @@ Status AdaOffloadApplies(const Problem& p) {
   return PipeOffloadApplies(p);
 }
 
-StatusOr<Schedule> BuildAdaOffload(const Problem& p) {
+StatusOr<Schedule> BuildAdaOffload(const Problem& p, const SearchOptions& opt) {
   using namespace pipe_offload;
   double mean_f = 0;
   for (double f : p.f) mean_f += f / p.stages();
   std::vector<double> tolerances = {-kInf, 0.0};  // -inf: no fill, PipeOffload itself
   for (double k : {1.0, 2.0, 4.0, 8.0}) tolerances.push_back(k * mean_f);
   tolerances.push_back(kInf);
-  std::vector<std::pair<std::string, Schedule>> candidates;
-  for (int g : GroupSizes(p, /*search=*/true)) {
-    const Schedule po = BlockOrders(p, g, /*per_microbatch=*/true);
-    for (bool all : {false, true}) {
-      std::vector<std::vector<Op>> previous;
-      for (double t : tolerances) {
-        Schedule s = t == -kInf ? po : Fill(p, po, t);
-        if (s.compute == previous) continue;  // a larger T that fills no more
-        previous = s.compute;
-        if (!PlaceCopies(p, s, OffloadedStages(p, all)).ok()) continue;  // a fill that deadlocks
+  const std::vector<int> gs = GroupSizes(p, /*search=*/true);
+  const int per_g = 2 * static_cast<int>(tolerances.size());
+  const std::vector<char> offload[2] = {OffloadedStages(p, false), OffloadedStages(p, true)};
+  // Candidate i: group size gs[i / per_g], offload set all = (i / T) % 2, tolerance i % T.
+  const auto knobs = [&](int i) {
+    const int t = i % static_cast<int>(tolerances.size());
+    return std::tuple{gs[i / per_g], (i / static_cast<int>(tolerances.size())) % 2, t};
+  };
+  return BestFitting(
+      p, "setting", static_cast<int>(gs.size()) * per_g,
+      [&](int i) -> std::optional<Schedule> {
+        const auto [g, all, t] = knobs(i);
+        const Schedule po = BlockOrders(p, g, /*per_microbatch=*/true);
+        Schedule s = t == 0 ? po : Fill(p, po, tolerances[t]);
+        // A larger T that fills no more than the one before adds nothing.
+        if (t > 0 && s.compute == (t == 1 ? po : Fill(p, po, tolerances[t - 1])).compute)
+          return std::nullopt;
+        if (!PlaceCopies(p, s, offload[all]).ok()) return std::nullopt;  // a fill that deadlocks
+        return s;
+      },
+      [&](int i) {
+        const auto [g, all, t] = knobs(i);
         std::ostringstream label;
-        label << "g=" << g << ", offload " << (all ? "all" : "half") << ", fill ";
-        if (t == -kInf) {
+        label << "g = " << g << ", offload " << (all ? "all" : "half") << ", fill ";
+        if (t == 0) {
           label << "none";
         } else {
-          label << "T=" << t;
+          label << "T = " << tolerances[t];
         }
-        candidates.push_back({label.str(), std::move(s)});
-      }
-    }
-  }
-  return BestFitting(p, std::move(candidates));
+        return label.str();
+      },
+      opt);
 }
 
 }  // namespace optpipe

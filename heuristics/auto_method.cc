@@ -15,15 +15,14 @@ namespace {
 // stage one step deeper or shallower per move), from its best grid setting.
 // Returns the best list schedule found, or nullopt when it never beats `bar`.
 std::optional<Solution> TuneWarmup(const Problem& p, const SearchOptions& opt, double seconds,
-                                   const SimResult& bar, std::int64_t* evaluations) {
+                                   const ListChoice& base, const SimResult& bar,
+                                   std::int64_t* evaluations) {
   const auto t0 = std::chrono::steady_clock::now();
-  StatusOr<ListChoice> base = BestListChoice(p);
-  if (!base.ok()) return std::nullopt;
-  StatusOr<SimResult> cur = Simulate(p, base->schedule);
+  StatusOr<SimResult> cur = Simulate(p, base.schedule);
   if (!cur.ok()) return std::nullopt;
-  ListOptions options = base->options;
+  ListOptions options = base.options;
   options.warmup_depth = WarmupDepths(p, options);
-  Schedule best = base->schedule;
+  Schedule best = base.schedule;
   SimResult best_sim = *cur;
   std::vector<std::optional<Schedule>> cand;
   std::vector<std::optional<SimResult>> score;
@@ -67,11 +66,37 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
   for (const MethodInfo& m : Methods()) {
     if (m.name != "auto") seeds.push_back(&m);
   }
+  // Methods that search their knobs get half the budget (all of it in the
+  // deterministic mode, where BestFitting ignores the clock).
+  // The clock runs from auto's start, not from each seed's.
+  const auto left = [&] {
+    return opt.time_limit_s -
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const auto seed_options = [&] {
+    SearchOptions o = opt;
+    o.time_limit_s = std::max(0.0, left() - opt.time_limit_s / 2);
+    o.on_improvement = nullptr;
+    return o;
+  };
+  // The list seed is kept with its options: the warm-up tuning starts there.
   std::vector<std::optional<StatusOr<Solution>>> runs(seeds.size());
+  std::optional<ListChoice> list;
   tbb::task_arena arena(opt.threads > 0 ? opt.threads : tbb::task_arena::automatic);
   arena.execute([&] {
-    tbb::parallel_for(std::size_t{0}, seeds.size(),
-                      [&](std::size_t i) { runs[i].emplace(RunMethod(p, seeds[i]->name)); });
+    tbb::parallel_for(std::size_t{0}, seeds.size(), [&](std::size_t i) {
+      if (seeds[i]->name != "list") {
+        runs[i].emplace(RunMethod(p, seeds[i]->name, seed_options()));
+        return;
+      }
+      StatusOr<ListChoice> c = BestListChoice(p, seed_options());
+      if (!c.ok()) {
+        runs[i].emplace(Status(c.status().code(), "list: " + c.status().message()));
+        return;
+      }
+      runs[i].emplace(Certify(p, c->schedule, "list"));
+      list = std::move(*c);
+    });
   });
   std::optional<Solution> best;
   for (std::size_t i = 0; i < seeds.size(); ++i) {
@@ -90,13 +115,11 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
     }
     return Infeasible("no method fits this problem's memory limit:" + why.str());
   }
-  const auto left = [&] {
-    return opt.time_limit_s -
-           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
   // Half of what is left tunes the list scheduler's warm-up; the rest searches orders.
   std::int64_t evaluations = 0;
-  if (std::optional<Solution> tuned = TuneWarmup(p, opt, left() / 2, best->sim, &evaluations)) {
+  std::optional<Solution> tuned;
+  if (list) tuned = TuneWarmup(p, opt, left() / 2, *list, best->sim, &evaluations);
+  if (tuned) {
     best = std::move(*tuned);
     res.winner = "list (tuned warm-up)";
   }

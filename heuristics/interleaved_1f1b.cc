@@ -29,6 +29,7 @@
 #include <utility>
 
 #include "core/simulator.h"
+#include "heuristics/best_fitting.h"
 #include "heuristics/method.h"
 
 namespace optpipe {
@@ -99,44 +100,13 @@ Status Interleaved1F1BApplies(const Problem& p) {
   return OkStatus();
 }
 
-StatusOr<Schedule> BuildInterleaved1F1B(const Problem& p) {
-  Simulator sim(p);
-  std::optional<Schedule> best;
-  double best_obj = 0;
-  Problem unlimited = p;
-  unlimited.memory_limit.reset();
-  int closest = 0;  // the g that overshoots memory.limit least, and its peaks
-  std::vector<double> need;
-  double over = std::numeric_limits<double>::infinity();
-  for (int g : GroupSizes(p)) {
-    Schedule s = Interleaved(p, g);
-    StatusOr<SimResult> r = sim.Run(s);
-    if (r.ok()) {
-      if (!best || r->objective < best_obj - 1e-9 * std::max(1.0, std::abs(best_obj))) {
-        best = std::move(s);
-        best_obj = r->objective;
-      }
-      continue;
-    }
-    if (r.status().code() != StatusCode::kInfeasible || !p.memory_limit) return r.status();
-    if (best) continue;
-    StatusOr<SimResult> free_run = Simulate(unlimited, s);
-    if (!free_run.ok()) return free_run.status();
-    double worst = -std::numeric_limits<double>::infinity();
-    for (int d = 0; d < p.devices; ++d) {
-      worst = std::max(worst, free_run->peak_memory[d] - (*p.memory_limit)[d]);
-    }
-    if (worst < over) {
-      closest = g;
-      need = free_run->peak_memory;
-      over = worst;
-    }
-  }
-  if (best) return *best;
-  if (closest == 0) return NotApplicable("no group size g in [devices, microbatches]");
-  return Infeasible("no group size g fits memory.limit: the closest, g = " +
-                    std::to_string(closest) + ", needs peak memory [" + FormatValues(need) +
-                    "] against memory.limit [" + FormatValues(*p.memory_limit) + "]");
+StatusOr<Schedule> BuildInterleaved1F1B(const Problem& p, const SearchOptions& opt) {
+  const std::vector<int> gs = GroupSizes(p);
+  if (gs.empty()) return NotApplicable("no group size g in [devices, microbatches]");
+  return BestFitting(
+      p, "group size", static_cast<int>(gs.size()),
+      [&](int i) { return std::optional(Interleaved(p, gs[i])); },
+      [&](int i) { return "g = " + std::to_string(gs[i]); }, opt);
 }
 
 }  // namespace optpipe

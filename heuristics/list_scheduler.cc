@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "core/simulator.h"
+#include "core/text_format.h"
+#include "heuristics/best_fitting.h"
 
 namespace optpipe {
 namespace {
@@ -418,33 +420,29 @@ std::vector<ListOptions> ListOptionGrid(const Problem& p) {
   return grid;
 }
 
-StatusOr<Schedule> BuildList(const Problem& p) {
-  StatusOr<ListChoice> c = BestListChoice(p);
+StatusOr<Schedule> BuildList(const Problem& p, const SearchOptions& opt) {
+  StatusOr<ListChoice> c = BestListChoice(p, opt);
   if (!c.ok()) return c.status();
   return std::move(c->schedule);
 }
 
-StatusOr<ListChoice> BestListChoice(const Problem& p) {
-  Simulator sim(p);
-  std::optional<ListChoice> best;
-  Status last = Infeasible("no setting of the list scheduler fits the memory limit");
-  for (const ListOptions& opt : ListOptionGrid(p)) {
-    StatusOr<Schedule> s = ListSchedule(p, opt);
-    if (!s.ok()) {
-      last = s.status();
-      continue;
-    }
-    StatusOr<SimResult> r = sim.Run(*s);
-    if (!r.ok()) {
-      last = r.status();
-      continue;
-    }
-    if (!best || r->objective < best->objective - 1e-12) {
-      best = ListChoice{opt, std::move(*s), r->objective};
-    }
-  }
-  if (!best) return last;
-  return std::move(*best);
+StatusOr<ListChoice> BestListChoice(const Problem& p, const SearchOptions& opt) {
+  const std::vector<ListOptions> grid = ListOptionGrid(p);
+  int chosen = -1;
+  StatusOr<Schedule> s = BestFitting(
+      p, "setting", static_cast<int>(grid.size()),
+      [&](int i) -> std::optional<Schedule> {
+        StatusOr<Schedule> s = ListSchedule(p, grid[i]);
+        return s.ok() ? std::optional<Schedule>(std::move(*s)) : std::nullopt;
+      },
+      [&](int i) {
+        const ListOptions& o = grid[i];
+        return "warm-up x" + FormatNumber(o.warmup_scale) + (o.eager_w ? ", eager W" : ", lazy W") +
+               (o.offload ? ", offload, look-ahead " + std::to_string(o.reload_lookahead) : "");
+      },
+      opt, &chosen);
+  if (!s.ok()) return s.status();
+  return ListChoice{grid[chosen], std::move(*s)};
 }
 
 }  // namespace optpipe

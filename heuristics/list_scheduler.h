@@ -27,6 +27,7 @@
 #include "core/problem.h"
 #include "core/schedule.h"
 #include "core/status.h"
+#include "heuristics/local_search.h"
 
 namespace optpipe {
 
@@ -57,11 +58,11 @@ std::vector<ListOptions> ListOptionGrid(const Problem& p);
 struct ListChoice {
   ListOptions options;
   Schedule schedule;
-  double objective = 0;
 };
-// The best simulated schedule over ListOptionGrid, with the options that gave it.
-StatusOr<ListChoice> BestListChoice(const Problem& p);
+// The best simulated schedule over ListOptionGrid that fits memory.limit, with
+// the options that gave it (heuristics/best_fitting.h; opt may cut it short).
+StatusOr<ListChoice> BestListChoice(const Problem& p, const SearchOptions& opt = {});
 // BestListChoice's schedule: the "list" method.
-StatusOr<Schedule> BuildList(const Problem& p);
+StatusOr<Schedule> BuildList(const Problem& p, const SearchOptions& opt = {});
 
 }  // namespace optpipe

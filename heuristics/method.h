@@ -53,13 +53,14 @@ StatusOr<Solution> RunMethod(const Problem& p, const std::string& name,
 
 // Generators, one file per family. A builder may simulate candidate settings
 // of its knobs (warm-up depth, group size, offloaded stages) to pick the best
-// that fits memory; it returns kInfeasible, with the memory it would need,
-// when none does.
+// that fits memory (heuristics/best_fitting.h); it returns kInfeasible, with
+// the memory it would need, when none does. Those with many candidates take
+// SearchOptions: its time limit and stop token cut the knob search short.
 StatusOr<Schedule> BuildGPipe(const Problem& p);
 StatusOr<Schedule> BuildOneFOneB(const Problem& p);
 // heuristics/interleaved_1f1b.cc
 Status Interleaved1F1BApplies(const Problem& p);
-StatusOr<Schedule> BuildInterleaved1F1B(const Problem& p);
+StatusOr<Schedule> BuildInterleaved1F1B(const Problem& p, const SearchOptions& opt = {});
 // heuristics/zero_bubble.cc (ZB-V shares the capped scheduler of ZB-H1/H2)
 Status ZeroBubbleApplies(const Problem& p);
 StatusOr<Schedule> BuildZBH1(const Problem& p);
@@ -73,11 +74,11 @@ StatusOr<Schedule> BuildVMin(const Problem& p);
 Status GisApplies(const Problem& p);
 Status PipeOffloadApplies(const Problem& p);
 StatusOr<Schedule> BuildGIS(const Problem& p);
-StatusOr<Schedule> BuildGISH(const Problem& p);
-StatusOr<Schedule> BuildPOH(const Problem& p);
-StatusOr<Schedule> BuildPOF(const Problem& p);
+StatusOr<Schedule> BuildGISH(const Problem& p, const SearchOptions& opt = {});
+StatusOr<Schedule> BuildPOH(const Problem& p, const SearchOptions& opt = {});
+StatusOr<Schedule> BuildPOF(const Problem& p, const SearchOptions& opt = {});
 // heuristics/adaoffload.cc
 Status AdaOffloadApplies(const Problem& p);
-StatusOr<Schedule> BuildAdaOffload(const Problem& p);
+StatusOr<Schedule> BuildAdaOffload(const Problem& p, const SearchOptions& opt = {});
 
 }  // namespace optpipe

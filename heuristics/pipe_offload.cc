@@ -63,9 +63,12 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <set>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
+#include "heuristics/best_fitting.h"
 #include "heuristics/method.h"
 
 namespace optpipe {
@@ -102,9 +105,98 @@ class Usage {
   std::vector<std::pair<double, double>> steps_;  // (time, running sum once finished)
 };
 
+// The least slack of a set of reloads run back to back, earliest deadline
+// first, from time t: min over members k of deadline(k) - (t + the durations
+// of the members up to k in deadline order). Members are inserted and erased
+// in O(log n): a segment tree over the deadline ranks holds deadline(k) minus
+// the durations up to k (range add when a member before k comes or goes, +inf
+// for non-members), a Fenwick tree the durations for a new member's prefix.
+class EdfSlack {
+ public:
+  EdfSlack(const std::vector<double>& deadline, const std::vector<double>& dur)
+      : deadline_(deadline), dur_(dur), rank_(deadline.size()), n_(deadline.size()) {
+    std::vector<int> order(n_);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int x, int y) { return deadline[x] < deadline[y]; });
+    for (int r = 0; r < n_; ++r) rank_[order[r]] = r;
+    min_.assign(4 * std::max(n_, 1), kInf);
+    add_.assign(4 * std::max(n_, 1), 0.0);
+    fenwick_.assign(n_ + 1, 0.0);
+  }
+  void Insert(int k) {
+    const int r = rank_[k];
+    Set(1, 0, n_ - 1, r, deadline_[k] - PrefixDur(r) - dur_[k]);
+    Add(1, 0, n_ - 1, r + 1, n_ - 1, -dur_[k]);
+    for (int i = r + 1; i <= n_; i += i & -i) fenwick_[i] += dur_[k];
+  }
+  void Erase(int k) {
+    const int r = rank_[k];
+    Set(1, 0, n_ - 1, r, kInf);
+    Add(1, 0, n_ - 1, r + 1, n_ - 1, dur_[k]);
+    for (int i = r + 1; i <= n_; i += i & -i) fenwick_[i] -= dur_[k];
+  }
+  double Least(double t) const { return n_ ? min_[1] - t : kInf; }
+  // The least slack were k a member too.
+  double LeastWith(double t, int k) {
+    Insert(k);
+    const double least = Least(t);
+    Erase(k);
+    return least;
+  }
+
+ private:
+  double PrefixDur(int r) const {  // durations of the members ranked before r
+    double sum = 0;
+    for (int i = r; i > 0; i -= i & -i) sum += fenwick_[i];
+    return sum;
+  }
+  void Push(int node) {
+    for (int c : {2 * node, 2 * node + 1}) {
+      min_[c] += add_[node];
+      add_[c] += add_[node];
+    }
+    add_[node] = 0;
+  }
+  void Set(int node, int lo, int hi, int at, double value) {
+    if (lo == hi) {
+      min_[node] = value;
+      return;
+    }
+    Push(node);
+    const int mid = (lo + hi) / 2;
+    if (at <= mid) {
+      Set(2 * node, lo, mid, at, value);
+    } else {
+      Set(2 * node + 1, mid + 1, hi, at, value);
+    }
+    min_[node] = std::min(min_[2 * node], min_[2 * node + 1]);
+  }
+  void Add(int node, int lo, int hi, int from, int to, double delta) {
+    if (from > hi || to < lo || from > to) return;
+    if (from <= lo && hi <= to) {
+      min_[node] += delta;
+      add_[node] += delta;
+      return;
+    }
+    Push(node);
+    const int mid = (lo + hi) / 2;
+    Add(2 * node, lo, mid, from, to, delta);
+    Add(2 * node + 1, mid + 1, hi, from, to, delta);
+    min_[node] = std::min(min_[2 * node], min_[2 * node + 1]);
+  }
+
+  const std::vector<double>& deadline_;
+  const std::vector<double>& dur_;
+  std::vector<int> rank_;
+  int n_;
+  std::vector<double> min_, add_, fenwick_;
+};
+
 // Plans the copies of one host link in time order; returns them in that
 // order. Invariant: every planned reload ends by its backward's compute-only
-// start (EDF slack >= 0), so compute is never delayed.
+// start (EDF slack >= 0), so compute is never delayed. O(n log n) in the
+// link's activations.
 std::vector<Op> PlanLink(const Problem& p, std::vector<Act>& acts) {
   std::vector<int> release;  // candidates by forward end
   for (int k = 0; k < static_cast<int>(acts.size()); ++k) {
@@ -112,21 +204,16 @@ std::vector<Op> PlanLink(const Problem& p, std::vector<Act>& acts) {
   }
   std::stable_sort(release.begin(), release.end(),
                    [&](int x, int y) { return acts[x].f_end < acts[y].f_end; });
-  std::vector<int> pending_o, pending_r;
+  std::vector<double> deadline(acts.size()), dur(acts.size());
+  for (std::size_t k = 0; k < acts.size(); ++k) {
+    deadline[k] = acts[k].b_start;
+    dur[k] = acts[k].dur;
+  }
+  EdfSlack edf(deadline, dur);
+  std::vector<int> pending_o;
+  std::set<std::tuple<double, long, int>> pending_r;  // (deadline, arrival, act): EDF, FIFO ties
+  long arrivals = 0;
   std::vector<Op> plan;
-  // Least slack of the pending reloads, run earliest deadline first from `t`.
-  const auto slack = [&](double t, int extra) {
-    std::vector<int> rs = pending_r;
-    if (extra >= 0) rs.push_back(extra);
-    std::sort(rs.begin(), rs.end(),
-              [&](int x, int y) { return acts[x].b_start < acts[y].b_start; });
-    double least = kInf;
-    for (int k : rs) {
-      t += acts[k].dur;
-      least = std::min(least, acts[k].b_start - t);
-    }
-    return least;
-  };
   // Memory in use on a device at t: compute-only usage minus what the plan
   // holds on the host so far, relative to the limit.
   std::vector<Usage> usage(p.devices);
@@ -146,7 +233,7 @@ std::vector<Op> PlanLink(const Problem& p, std::vector<Act>& acts) {
     // A round trip that no longer fits before its backward stays on the device (§4.4).
     std::erase_if(pending_o,
                   [&](int k) { return t + acts[k].dur + acts[k].dur > acts[k].b_start; });
-    const double s = slack(t, -1);
+    const double s = edf.Least(t);
     int o = -1;
     double most = -kInf;
     std::fill(seen.begin(), seen.end(), 0);
@@ -158,21 +245,21 @@ std::vector<Op> PlanLink(const Problem& p, std::vector<Act>& acts) {
         o = k;
       }
     }
-    if (o >= 0 && slack(t + acts[o].dur, o) >= 0) {
+    if (o >= 0 && edf.LeastWith(t + acts[o].dur, o) >= 0) {
       plan.push_back({OpType::kO, acts[o].stage, acts[o].mb});
       t += acts[o].dur;
       on_host[acts[o].device] += acts[o].moved;
       std::erase(pending_o, o);
-      pending_r.push_back(o);
+      pending_r.insert({acts[o].b_start, arrivals++, o});
+      edf.Insert(o);
     } else if (!pending_r.empty() && (s <= 1e-9 * std::max(1.0, t) || o >= 0)) {
       // Due now, or due before the waiting offload could finish: reload first.
-      const auto r = std::min_element(pending_r.begin(), pending_r.end(), [&](int x, int y) {
-        return acts[x].b_start < acts[y].b_start;
-      });
-      plan.push_back({OpType::kR, acts[*r].stage, acts[*r].mb});
-      t += acts[*r].dur;
-      on_host[acts[*r].device] -= acts[*r].moved;
-      pending_r.erase(r);
+      const int r = std::get<2>(*pending_r.begin());
+      pending_r.erase(pending_r.begin());
+      edf.Erase(r);
+      plan.push_back({OpType::kR, acts[r].stage, acts[r].mb});
+      t += acts[r].dur;
+      on_host[acts[r].device] -= acts[r].moved;
     } else {
       // Idle until the next forward ends or a reload falls due: reloads go
       // as late as they can (right to left, §4.2), offloads as early.
@@ -295,71 +382,6 @@ Status PlaceCopies(const Problem& p, Schedule& s, const std::vector<char>& stage
   return OkStatus();
 }
 
-// Simulates every candidate under the memory limit and keeps the best
-// objective (ties: the lower peak memory). If none fits, says what the
-// leanest candidate would need.
-StatusOr<Schedule> BestFitting(const Problem& p,
-                               std::vector<std::pair<std::string, Schedule>> candidates) {
-  Simulator sim(p);
-  int best = -1;
-  std::pair<double, double> best_key{kInf, kInf};
-  for (std::size_t k = 0; k < candidates.size(); ++k) {
-    StatusOr<SimResult> r = sim.Run(candidates[k].second);
-    if (!r.ok()) continue;
-    const std::pair key{r->objective,
-                        *std::max_element(r->peak_memory.begin(), r->peak_memory.end())};
-    if (key < best_key) {
-      best_key = key;
-      best = static_cast<int>(k);
-    }
-  }
-  if (best >= 0) return std::move(candidates[best].second);
-  // None fits: find the candidate that overshoots least without a limit, then
-  // the smallest uniform raise of the limit under which it fits (copies and
-  // reloads wait for memory under a limit, so this is often well below the
-  // unlimited peak).
-  Problem unlimited = p;
-  unlimited.memory_limit.reset();
-  Simulator free_sim(unlimited);
-  const std::vector<double> limit = p.memory_limit.value_or(std::vector<double>(p.devices, kInf));
-  int lean = -1;
-  double least = kInf;
-  std::vector<double> free_peak;
-  for (std::size_t k = 0; k < candidates.size(); ++k) {
-    StatusOr<SimResult> r = free_sim.Run(candidates[k].second);
-    if (!r.ok()) continue;
-    double over = -kInf;
-    for (int d = 0; d < p.devices; ++d) over = std::max(over, r->peak_memory[d] - limit[d]);
-    if (over < least) {
-      least = over;
-      lean = static_cast<int>(k);
-      free_peak = r->peak_memory;
-    }
-  }
-  if (lean < 0 || !p.memory_limit) {
-    return Internal("every setting deadlocks even without a memory limit");
-  }
-  Problem raised = p;
-  double lo = 0, hi = least;
-  for (int it = 0; it < 30 && hi - lo > 1e-3 * std::max(1.0, hi); ++it) {
-    const double mid = (lo + hi) / 2;
-    for (int d = 0; d < p.devices; ++d) (*raised.memory_limit)[d] = limit[d] + mid;
-    if (Simulate(raised, candidates[lean].second).ok()) {
-      hi = mid;
-    } else {
-      lo = mid;
-    }
-  }
-  std::vector<double> need(p.devices);
-  for (int d = 0; d < p.devices; ++d) need[d] = std::min(free_peak[d], limit[d] + hi);
-  const std::string which =
-      candidates.size() == 1 ? "it"
-                             : "none of its " + std::to_string(candidates.size()) +
-                                   " settings fits; the leanest (" + candidates[lean].first + ")";
-  return Infeasible("does not fit the memory limit: " + which + " needs peak memory [" +
-                    FormatValues(need) + "] against memory.limit [" + FormatValues(limit) + "]");
-}
-
 }  // namespace pipe_offload
 
 namespace {
@@ -375,15 +397,18 @@ Status NeedsInterleaved(const Problem& p) {
   return OkStatus();
 }
 
-StatusOr<Schedule> BuildPO(const Problem& p, bool all) {
+StatusOr<Schedule> BuildPO(const Problem& p, bool all, const SearchOptions& opt) {
   using namespace pipe_offload;
-  std::vector<std::pair<std::string, Schedule>> candidates;
-  for (int g : GroupSizes(p, /*search=*/p.memory_limited())) {
-    Schedule s = BlockOrders(p, g, /*per_microbatch=*/true);
-    if (Status st = PlaceCopies(p, s, OffloadedStages(p, all)); !st.ok()) return st;
-    candidates.push_back({"g=" + std::to_string(g), std::move(s)});
-  }
-  return BestFitting(p, std::move(candidates));
+  const std::vector<int> gs = GroupSizes(p, /*search=*/p.memory_limited());
+  const std::vector<char> stages = OffloadedStages(p, all);
+  return BestFitting(
+      p, "group size", static_cast<int>(gs.size()),
+      [&](int i) -> std::optional<Schedule> {
+        Schedule s = BlockOrders(p, gs[i], /*per_microbatch=*/true);
+        if (!PlaceCopies(p, s, stages).ok()) return std::nullopt;
+        return s;
+      },
+      [&](int i) { return "g = " + std::to_string(gs[i]); }, opt);
 }
 
 }  // namespace
@@ -400,21 +425,25 @@ Status PipeOffloadApplies(const Problem& p) {
 }
 
 StatusOr<Schedule> BuildGIS(const Problem& p) {
-  std::vector<std::pair<std::string, Schedule>> one;
-  one.push_back({"g=d", pipe_offload::BlockOrders(p, p.devices, /*per_microbatch=*/false)});
-  return pipe_offload::BestFitting(p, std::move(one));
+  return BestFitting(
+      p, "group size", 1,
+      [&](int) { return std::optional(pipe_offload::BlockOrders(p, p.devices, false)); },
+      [&](int) { return "g = d"; });
 }
 
-StatusOr<Schedule> BuildGISH(const Problem& p) {
-  std::vector<std::pair<std::string, Schedule>> candidates;
-  for (int g : pipe_offload::GroupSizes(p, /*search=*/p.memory_limited())) {
-    candidates.push_back(
-        {"g=" + std::to_string(g), pipe_offload::BlockOrders(p, g, /*per_microbatch=*/false)});
-  }
-  return pipe_offload::BestFitting(p, std::move(candidates));
+StatusOr<Schedule> BuildGISH(const Problem& p, const SearchOptions& opt) {
+  const std::vector<int> gs = pipe_offload::GroupSizes(p, /*search=*/p.memory_limited());
+  return BestFitting(
+      p, "group size", static_cast<int>(gs.size()),
+      [&](int i) { return std::optional(pipe_offload::BlockOrders(p, gs[i], false)); },
+      [&](int i) { return "g = " + std::to_string(gs[i]); }, opt);
 }
 
-StatusOr<Schedule> BuildPOH(const Problem& p) { return BuildPO(p, /*all=*/false); }
-StatusOr<Schedule> BuildPOF(const Problem& p) { return BuildPO(p, /*all=*/true); }
+StatusOr<Schedule> BuildPOH(const Problem& p, const SearchOptions& opt) {
+  return BuildPO(p, /*all=*/false, opt);
+}
+StatusOr<Schedule> BuildPOF(const Problem& p, const SearchOptions& opt) {
+  return BuildPO(p, /*all=*/true, opt);
+}
 
 }  // namespace optpipe

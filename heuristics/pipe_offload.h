@@ -23,9 +23,5 @@ Schedule BlockOrders(const Problem& p, int g, bool per_microbatch);
 std::vector<char> OffloadedStages(const Problem& p, bool all);
 // Plans O and R of the chosen stages on the host links into s.copy.
 Status PlaceCopies(const Problem& p, Schedule& s, const std::vector<char>& stages);
-// The candidate with the best simulated objective that fits memory.limit
-// (ties: lower peak), or kInfeasible saying what the leanest would need.
-StatusOr<Schedule> BestFitting(const Problem& p,
-                               std::vector<std::pair<std::string, Schedule>> candidates);
 
 }  // namespace optpipe::pipe_offload

@@ -41,6 +41,7 @@
 #include <tuple>
 
 #include "core/simulator.h"
+#include "heuristics/best_fitting.h"
 #include "heuristics/method.h"
 
 namespace optpipe {
@@ -262,39 +263,9 @@ StatusOr<Schedule> BuildBlock(const Problem& p, Block block) {
   Lanes compact = plain;
   Compact(compact, true, p.microbatches);
   Compact(compact, false, p.microbatches);
-
-  Simulator sim(p);
-  std::optional<Schedule> best;
-  double best_obj = 0;
-  std::vector<double> need;  // of the candidate that overshoots memory.limit least
-  double over = std::numeric_limits<double>::infinity();
-  for (const Lanes& lanes : {compact, plain}) {
-    Schedule s = ToSchedule(p, lanes);
-    StatusOr<SimResult> r = sim.Run(s);
-    if (r.ok()) {
-      if (!best || r->objective < best_obj - 1e-9 * std::max(1.0, std::abs(best_obj))) {
-        best = std::move(s);
-        best_obj = r->objective;
-      }
-      continue;
-    }
-    if (r.status().code() != StatusCode::kInfeasible || !p.memory_limit) return r.status();
-    Problem unlimited = p;
-    unlimited.memory_limit.reset();
-    StatusOr<SimResult> free_run = Simulate(unlimited, s);
-    if (!free_run.ok()) return free_run.status();
-    double worst = -std::numeric_limits<double>::infinity();
-    for (int d = 0; d < p.devices; ++d) {
-      worst = std::max(worst, free_run->peak_memory[d] - (*p.memory_limit)[d]);
-    }
-    if (worst < over) {
-      need = free_run->peak_memory;
-      over = worst;
-    }
-  }
-  if (best) return *best;
-  return Infeasible("the building block needs peak memory [" + FormatValues(need) +
-                    "] against memory.limit [" + FormatValues(*p.memory_limit) + "]");
+  return BestFitting(
+      p, "block", 2, [&](int i) { return std::optional(ToSchedule(p, i == 0 ? compact : plain)); },
+      [](int i) { return i == 0 ? std::string("compacted") : std::string("plain"); });
 }
 
 }  // namespace

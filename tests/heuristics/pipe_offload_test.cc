@@ -86,7 +86,7 @@ TEST(Gis, GisHTakesTheLargestGroupThatFits) {
   EXPECT_DOUBLE_EQ(sol.sim.makespan, 3.0 * 24 * 2 + 2 * 7 + 2);
   StatusOr<Solution> none = RunMethod(Unit(8, 24, 2, 0, 11.5), "gis-h");
   ASSERT_EQ(none.status().code(), StatusCode::kInfeasible);
-  EXPECT_NE(none.status().message().find("(g=4) needs peak memory [12, 11"), std::string::npos)
+  EXPECT_NE(none.status().message().find("the leanest, g = 4, needs peak memory [12, 11"), std::string::npos)
       << none.status().message();
   EXPECT_EQ(RunMethod(Unit(8, 32, 2, 0, 15.5), "gis").status().code(), StatusCode::kInfeasible);
 }
