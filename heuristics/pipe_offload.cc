@@ -195,9 +195,11 @@ class EdfSlack {
 
 // Plans the copies of one host link in time order; returns them in that
 // order. Invariant: every planned reload ends by its backward's compute-only
-// start (EDF slack >= 0), so compute is never delayed. O(n log n) in the
+// start (EDF slack >= 0), so compute is never delayed. `keep_all` (see
+// PlaceCopies) drops that invariant: every candidate is offloaded, and when a
+// reload is late anyway offloads and reloads alternate. O(n log n) in the
 // link's activations.
-std::vector<Op> PlanLink(const Problem& p, std::vector<Act>& acts) {
+std::vector<Op> PlanLink(const Problem& p, std::vector<Act>& acts, bool keep_all) {
   std::vector<int> release;  // candidates by forward end
   for (int k = 0; k < static_cast<int>(acts.size()); ++k) {
     if (acts[k].candidate) release.push_back(k);
@@ -227,12 +229,15 @@ std::vector<Op> PlanLink(const Problem& p, std::vector<Act>& acts) {
   };
   std::size_t next = 0;
   double t = 0;
+  bool last_was_reload = false;
   while (next < release.size() || !pending_o.empty() || !pending_r.empty()) {
     while (next < release.size() && acts[release[next]].f_end <= t)
       pending_o.push_back(release[next++]);
     // A round trip that no longer fits before its backward stays on the device (§4.4).
-    std::erase_if(pending_o,
-                  [&](int k) { return t + acts[k].dur + acts[k].dur > acts[k].b_start; });
+    if (!keep_all) {
+      std::erase_if(pending_o,
+                    [&](int k) { return t + acts[k].dur + acts[k].dur > acts[k].b_start; });
+    }
     const double s = edf.Least(t);
     int o = -1;
     double most = -kInf;
@@ -245,7 +250,10 @@ std::vector<Op> PlanLink(const Problem& p, std::vector<Act>& acts) {
         o = k;
       }
     }
-    if (o >= 0 && edf.LeastWith(t + acts[o].dur, o) >= 0) {
+    bool offload = o >= 0 && edf.LeastWith(t + acts[o].dur, o) >= 0;
+    if (keep_all && o >= 0 && !offload) offload = pending_r.empty() || last_was_reload;
+    last_was_reload = !offload && !pending_r.empty() && (s <= 1e-9 * std::max(1.0, t) || o >= 0);
+    if (offload) {
       plan.push_back({OpType::kO, acts[o].stage, acts[o].mb});
       t += acts[o].dur;
       on_host[acts[o].device] += acts[o].moved;
@@ -350,7 +358,7 @@ std::vector<char> OffloadedStages(const Problem& p, bool all) {
 
 // Plans O and R of the chosen stages on the host links (see the header) and
 // writes them into s.copy, replacing what was there.
-Status PlaceCopies(const Problem& p, Schedule& s, const std::vector<char>& stages) {
+Status PlaceCopies(const Problem& p, Schedule& s, const std::vector<char>& stages, bool keep_all) {
   for (auto& lane : s.copy) lane.clear();
   if (!p.offload_allowed()) return OkStatus();
   Problem unlimited = p;
@@ -378,7 +386,7 @@ Status PlaceCopies(const Problem& p, Schedule& s, const std::vector<char>& stage
       });
     }
   }
-  for (std::size_t l = 0; l < acts.size(); ++l) s.copy[l] = PlanLink(p, acts[l]);
+  for (std::size_t l = 0; l < acts.size(); ++l) s.copy[l] = PlanLink(p, acts[l], keep_all);
   return OkStatus();
 }
 
@@ -397,18 +405,24 @@ Status NeedsInterleaved(const Problem& p) {
   return OkStatus();
 }
 
+// Every group size with the free-lunch copy plan first, then every group size
+// with every offload kept (PipeOffload run where the link cannot keep up).
 StatusOr<Schedule> BuildPO(const Problem& p, bool all, const SearchOptions& opt) {
   using namespace pipe_offload;
   const std::vector<int> gs = GroupSizes(p, /*search=*/p.memory_limited());
+  const int n = static_cast<int>(gs.size());
   const std::vector<char> stages = OffloadedStages(p, all);
   return BestFitting(
-      p, "group size", static_cast<int>(gs.size()),
+      p, "setting", p.memory_limited() ? 2 * n : n,
       [&](int i) -> std::optional<Schedule> {
-        Schedule s = BlockOrders(p, gs[i], /*per_microbatch=*/true);
-        if (!PlaceCopies(p, s, stages).ok()) return std::nullopt;
+        Schedule s = BlockOrders(p, gs[i % n], /*per_microbatch=*/true);
+        if (!PlaceCopies(p, s, stages, /*keep_all=*/i >= n).ok()) return std::nullopt;
         return s;
       },
-      [&](int i) { return "g = " + std::to_string(gs[i]); }, opt);
+      [&](int i) {
+        return "g = " + std::to_string(gs[i % n]) + (i >= n ? ", every offload kept" : "");
+      },
+      opt);
 }
 
 }  // namespace

@@ -21,7 +21,13 @@ std::vector<int> GroupSizes(const Problem& p, bool search);
 Schedule BlockOrders(const Problem& p, int g, bool per_microbatch);
 // Stages whose activations PipeOffload offloads: all, or the longest-lived half.
 std::vector<char> OffloadedStages(const Problem& p, bool all);
-// Plans O and R of the chosen stages on the host links into s.copy.
-Status PlaceCopies(const Problem& p, Schedule& s, const std::vector<char>& stages);
+// Plans O and R of the chosen stages on the host links into s.copy. As
+// published (§4.2, §4.4): only round trips that the link hides behind compute,
+// so no backward waits for a reload. `keep_all`: every activation of the
+// chosen stages is offloaded, reloads may delay backwards; what PipeOffload's
+// implementation does when the link is slower than the compute (k > 1), the
+// baseline OptPipe measures in its memory-limited runs (Table 1).
+Status PlaceCopies(const Problem& p, Schedule& s, const std::vector<char>& stages,
+                   bool keep_all = false);
 
 }  // namespace optpipe::pipe_offload
