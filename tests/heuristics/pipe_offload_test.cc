@@ -1,6 +1,8 @@
 // GIS, GIS-H, PO-H and PO-F against the published values (Wan et al. 2025,
 // Table 1 and §3) on unit costs, the Llama case, shared host links, and
 // random heterogeneous problems checked by the independent checker.
+#include "heuristics/pipe_offload.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -86,7 +88,8 @@ TEST(Gis, GisHTakesTheLargestGroupThatFits) {
   EXPECT_DOUBLE_EQ(sol.sim.makespan, 3.0 * 24 * 2 + 2 * 7 + 2);
   StatusOr<Solution> none = RunMethod(Unit(8, 24, 2, 0, 11.5), "gis-h");
   ASSERT_EQ(none.status().code(), StatusCode::kInfeasible);
-  EXPECT_NE(none.status().message().find("the leanest, g = 4, needs peak memory [12, 11"), std::string::npos)
+  EXPECT_NE(none.status().message().find("the leanest, g = 4, needs peak memory [12, 11"),
+            std::string::npos)
       << none.status().message();
   EXPECT_EQ(RunMethod(Unit(8, 32, 2, 0, 15.5), "gis").status().code(), StatusCode::kInfeasible);
 }
@@ -103,6 +106,27 @@ TEST(Gis, PreconditionsSayWhatTheyNeed) {
   EXPECT_EQ(po.status().code(), StatusCode::kNotApplicable);
   EXPECT_NE(po.status().message().find("offload_time"), std::string::npos);
   EXPECT_TRUE(RunMethod(Unit(4, 8, 2), "gis-h").ok());  // GIS needs no offload
+}
+
+// When the link is slower than the compute (k > 1: a round trip of 4 units per
+// 3 of compute) and the limit of 3 activations leaves no room for the
+// activations PipeOffload would keep, PO-F falls back to offloading every
+// activation and letting backwards wait for reloads, as PipeOffload runs at
+// k > 1: valid, within the limit, every activation through the link, and
+// bounded below by the link's work (2 copies of 2 units per activation on
+// device 0, plus the first forward and the last backward chain).
+TEST(PipeOffload, SlowLinkKeepsEveryOffload) {
+  const Problem p = Unit(4, 8, 1, 2.0, 3);
+  const Solution sol = Solve(p, "po-f");
+  EXPECT_EQ(Copies(sol.schedule), 2 * 4 * 8);
+  EXPECT_LE(*std::max_element(sol.sim.peak_memory.begin(), sol.sim.peak_memory.end()), 3);
+  EXPECT_GE(sol.sim.makespan, 8 * 2 * 2.0 + 1 + 2);
+  // Without the fallback nothing fits: the free-lunch plan keeps activations.
+  Schedule bare = sol.schedule;
+  ASSERT_TRUE(pipe_offload::PlaceCopies(p, bare, pipe_offload::OffloadedStages(p, true)).ok());
+  EXPECT_EQ(Simulate(p, bare).status().code(), StatusCode::kInfeasible);
+  // The memory-aware methods do better here (OptPipe, Table 1).
+  EXPECT_LT(Solve(p, "auto").sim.makespan, 0.9 * sol.sim.makespan);
 }
 
 // Offload is a free lunch when the link keeps up (§1: k <= 1; here O + R = 1
