@@ -193,7 +193,9 @@ StatusOr<SimResult> Simulator::Run(const Schedule& s) {
   }
   heap_ = std::vector<Event>();  // the heap moved into `events`; keep nothing stale
 
-  if (done < total) return Infeasible(DescribeDeadlock(s));
+  if (done < total) {
+    return Infeasible(describe_ ? DescribeDeadlock(s) : "the orders deadlock under memory.limit");
+  }
 
   double first = std::numeric_limits<double>::infinity(), last = -first;
   std::vector<double> dfirst(D, first), dlast(D, last);

@@ -43,6 +43,9 @@ class Simulator {
   // Structural errors (missing/duplicate/misplaced op): kInvalidArgument.
   // Deadlock or memory that never fits: kInfeasible.
   StatusOr<SimResult> Run(const Schedule& s);
+  // Off: a deadlock is reported without naming its ops (searches that try
+  // many orders only need to know it failed; naming costs more than the run).
+  void set_describe_deadlocks(bool on) { describe_ = on; }
 
  private:
   struct Event {
@@ -60,6 +63,7 @@ class Simulator {
   const std::vector<Op>& Lane(const Schedule& s, int r) const;
 
   const Problem* p_;
+  bool describe_ = true;
   OpSpace space_;
   std::vector<int> link_of_device_;
   std::vector<char> offloaded_;

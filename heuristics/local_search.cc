@@ -15,8 +15,8 @@ namespace optpipe {
 namespace {
 
 struct Move {
-  enum Kind { kSwap, kShift, kOffload, kReload } kind;
-  int lane, from, to;  // kOffload: lane = stage, from = micro-batch
+  enum Kind { kSwap, kShift, kOffload, kOffloadAdvance, kCopy } kind;
+  int lane, from, to;  // kOffload*: lane = stage, from = micro-batch
 };
 
 double Secondary(const SimResult& r) {
@@ -37,15 +37,16 @@ class MoveMaker {
     std::uniform_int_distribution<int> kind(0, 9);
     const int k = kind(rng);
     const bool can_offload = p_.offload_allowed();
-    if (can_offload && k == 0) {
-      return {Move::kOffload, Uniform(rng, p_.stages()), Uniform(rng, p_.microbatches), 0};
+    if (can_offload && k <= 1) {
+      return {k == 0 ? Move::kOffload : Move::kOffloadAdvance, Uniform(rng, p_.stages()),
+              Uniform(rng, p_.microbatches), 0};
     }
-    if (can_offload && k == 1) {
+    if (can_offload && k == 2) {
       const int l = Uniform(rng, static_cast<int>(s.copy.size()));
       const int n = static_cast<int>(s.copy[l].size());
       if (n >= 2) {
         const int i = Uniform(rng, n);
-        return {Move::kReload, l, i, std::clamp(i + (Uniform(rng, 2) ? 1 : -1), 0, n - 1)};
+        return {Move::kCopy, l, i, std::clamp(i + (Uniform(rng, 2) ? 1 : -1), 0, n - 1)};
       }
     }
     const int d = Uniform(rng, p_.devices);
@@ -67,18 +68,21 @@ class MoveMaker {
         auto& lane = out.compute[m.lane];
         if (m.from == m.to) return std::nullopt;
         if (m.kind == Move::kSwap && SameActivation(lane[m.from], lane[m.to])) return std::nullopt;
+        if (m.kind == Move::kSwap) SwapCopies(out, lane[m.from], lane[m.to]);
         Rotate(lane, m.from, m.to);
         return out;
       }
-      case Move::kReload: {
+      case Move::kCopy: {
         auto& lane = out.copy[m.lane];
-        if (m.from == m.to || lane[m.from].type != OpType::kR) return std::nullopt;
+        if (m.from == m.to) return std::nullopt;
         if (SameActivation(lane[m.from], lane[m.to])) return std::nullopt;
         Rotate(lane, m.from, m.to);
         return out;
       }
       case Move::kOffload:
         return ToggleOffload(out, cur, m.lane, m.from);
+      case Move::kOffloadAdvance:
+        return OffloadAdvance(out, cur, m.lane, m.from);
     }
     return std::nullopt;
   }
@@ -110,7 +114,6 @@ class MoveMaker {
     const OpSpace sp = p_.op_space();
     const double f_end = cur.end[sp.Index(OpType::kF, s, m)];
     const double r_start = cur.start[sp.Index(OpType::kB, s, m)] - (*p_.offload)[s];
-    if (r_start - f_end < 2 * (*p_.offload)[s]) return std::nullopt;  // cannot hide a round trip
     const auto position = [&](double t) {
       return std::find_if(lane.begin(), lane.end(),
                           [&](const Op& q) { return cur.start[sp.Index(q)] >= t; });
@@ -123,6 +126,44 @@ class MoveMaker {
     const auto o_pos = std::find_if(lane.begin(), lane.end(), is(OpType::kO));
     if (r_pos < o_pos) r_pos = o_pos + 1;
     lane.insert(r_pos, Op{OpType::kR, s, m});
+    return out;
+  }
+
+  // Two forwards (backwards) that trade places trade their offloads (reloads)
+  // too, when both go to the host over one link: the copies keep the compute
+  // order, which a fixed link order would otherwise deadlock against.
+  void SwapCopies(Schedule& out, const Op& a, const Op& b) const {
+    if (a.type != b.type || (a.type != OpType::kF && a.type != OpType::kB)) return;
+    const int la = link_[p_.stage_device[a.stage]], lb = link_[p_.stage_device[b.stage]];
+    if (la != lb) return;
+    const OpType copy = a.type == OpType::kF ? OpType::kO : OpType::kR;
+    auto& lane = out.copy[la];
+    const auto x = std::find(lane.begin(), lane.end(), Op{copy, a.stage, a.microbatch});
+    const auto y = std::find(lane.begin(), lane.end(), Op{copy, b.stage, b.microbatch});
+    if (x == lane.end() || y == lane.end()) return;
+    // Swapping O(a) with O(b) may put an O after its own R (or an R before
+    // its O): only when both stay in order.
+    const auto pos = [&](OpType t, const Op& o) {
+      return std::find(lane.begin(), lane.end(), Op{t, o.stage, o.microbatch}) - lane.begin();
+    };
+    std::iter_swap(x, y);
+    if (pos(OpType::kO, a) > pos(OpType::kR, a) || pos(OpType::kO, b) > pos(OpType::kR, b))
+      std::iter_swap(x, y);
+  }
+
+  // Offload a kept activation (s,m) and move the device's next forward from
+  // after B(s,m) to before it: the memory the offload frees lets the next
+  // micro-batch in early (one move, since each alone rarely pays).
+  std::optional<Schedule> OffloadAdvance(Schedule& out, const SimResult& cur, int s, int m) const {
+    const auto& copies = out.copy[link_[p_.stage_device[s]]];
+    if (std::find(copies.begin(), copies.end(), Op{OpType::kO, s, m}) != copies.end())
+      return std::nullopt;
+    if (!ToggleOffload(out, cur, s, m)) return std::nullopt;
+    auto& lane = out.compute[p_.stage_device[s]];
+    const auto b = std::find(lane.begin(), lane.end(), Op{OpType::kB, s, m});
+    const auto f = std::find_if(b, lane.end(), [](const Op& q) { return q.type == OpType::kF; });
+    if (b == lane.end() || f == lane.end()) return std::nullopt;
+    Rotate(lane, static_cast<int>(f - lane.begin()), static_cast<int>(b - lane.begin()));
     return out;
   }
 
@@ -143,7 +184,11 @@ void BuildAndScore(const Problem& p, int n, int threads,
                    std::vector<std::optional<SimResult>>& score) {
   cand.assign(n, std::nullopt);
   score.assign(n, std::nullopt);
-  tbb::enumerable_thread_specific<Simulator> sims([&] { return Simulator(p); });
+  tbb::enumerable_thread_specific<Simulator> sims([&] {
+    Simulator sim(p);
+    sim.set_describe_deadlocks(false);
+    return sim;
+  });
   tbb::task_arena arena(threads > 0 ? threads : tbb::task_arena::automatic);
   arena.execute([&] {
     tbb::parallel_for(0, n, [&](int i) {
@@ -186,7 +231,16 @@ StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start,
   std::vector<Move> drawn(batch);
   std::vector<std::optional<Schedule>> cand;
   std::vector<std::optional<SimResult>> score;
-  int idle_rounds = 0;
+  // The walk: descends from the incumbent; at a local optimum (kIdleRounds
+  // rounds without a better neighbour) it restarts from the incumbent kicked
+  // by a few random moves (iterated local search), until a limit or
+  // kMaxKicks kicks in a row that found nothing better.
+  constexpr int kIdleRounds = 20, kMaxKicks = 300, kKickMoves = 4, kKickDraws = 8;
+  Simulator kick_sim(p);
+  kick_sim.set_describe_deadlocks(false);
+  Schedule walk = res.schedule;
+  SimResult walk_sim = res.sim;
+  int idle_rounds = 0, kicks = 0;
 
   for (std::uint64_t round = 0;; ++round) {
     if (res.sim.objective <= bound + 1e-9) {
@@ -205,35 +259,63 @@ StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start,
       res.stop = SearchStop::kBudget;
       break;
     }
-    if (idle_rounds > 200) {
-      res.stop = SearchStop::kNoMove;
-      break;
-    }
     // Draw the batch sequentially from a per-round seed: thread-count independent.
     std::mt19937_64 rng(opt.seed * 0x9E3779B97F4A7C15ULL + round);
+    if (idle_rounds >= kIdleRounds) {
+      if (++kicks > kMaxKicks) {
+        res.stop = SearchStop::kNoMove;
+        break;
+      }
+      // A kick: 1..kKickMoves moves applied together, through orders that
+      // may not run on their own (a reload placed before the offload that
+      // makes room for it); the first of a few draws that runs is taken.
+      walk = res.schedule;
+      walk_sim = res.sim;
+      for (int attempt = 0; attempt < kKickDraws; ++attempt) {
+        Schedule next = res.schedule;
+        const int count = 1 + static_cast<int>(rng() % kKickMoves);
+        for (int k = 0; k < count; ++k) {
+          if (std::optional<Schedule> s = moves.Apply(next, res.sim, moves.Draw(rng, next)))
+            next = std::move(*s);
+        }
+        ++res.evaluations;
+        if (StatusOr<SimResult> r = kick_sim.Run(next); r.ok()) {
+          walk = std::move(next);
+          walk_sim = std::move(*r);
+          break;
+        }
+      }
+      idle_rounds = 0;
+      continue;
+    }
     int n = batch;
     if (opt.max_evaluations)
       n = static_cast<int>(std::min<std::int64_t>(n, *opt.max_evaluations - res.evaluations));
-    for (int i = 0; i < n; ++i) drawn[i] = moves.Draw(rng, res.schedule);
+    for (int i = 0; i < n; ++i) drawn[i] = moves.Draw(rng, walk);
     BuildAndScore(
-        p, n, opt.threads, [&](int i) { return moves.Apply(res.schedule, res.sim, drawn[i]); },
-        cand, score);
+        p, n, opt.threads, [&](int i) { return moves.Apply(walk, walk_sim, drawn[i]); }, cand,
+        score);
     int best = -1;
     for (int i = 0; i < n; ++i) {
       if (cand[i]) ++res.evaluations;
-      if (score[i] && Better(*score[i], best < 0 ? res.sim : *score[best])) best = i;
+      if (score[i] && Better(*score[i], best < 0 ? walk_sim : *score[best])) best = i;
     }
     if (best < 0) {
       ++idle_rounds;
       continue;
     }
     idle_rounds = 0;
-    const bool strictly = score[best]->objective < res.sim.objective - 1e-9;
-    res.schedule = std::move(*cand[best]);
-    res.sim = std::move(*score[best]);
-    if (strictly) {
-      ++res.improvements;
-      if (opt.on_improvement) opt.on_improvement(res.schedule, res.sim);
+    walk = std::move(*cand[best]);
+    walk_sim = std::move(*score[best]);
+    if (Better(walk_sim, res.sim)) {
+      const bool strictly = walk_sim.objective < res.sim.objective - 1e-9;
+      res.schedule = walk;
+      res.sim = walk_sim;
+      kicks = 0;
+      if (strictly) {
+        ++res.improvements;
+        if (opt.on_improvement) opt.on_improvement(res.schedule, res.sim);
+      }
     }
   }
   res.seconds = elapsed();

@@ -1,13 +1,19 @@
 // LocalSearch: improve a schedule by moves on its orders, each move scored by
 // the core simulator.
 //
-// Moves: swap two neighbouring compute ops of a device (changes warm-up depth
-// and where a W sits), shift one op a few places, offload an activation that
-// is kept (O right after its F ends, R just before its B) or keep one that is
-// offloaded, and move a reload earlier or later on its link. Each round draws
-// a batch of moves from a seeded generator, scores them in parallel (TBB) and
-// applies the best strictly better one (ties: lower secondary score — the sum of
-// device spans — then lower batch index). The batch does not depend on the
+// Moves: swap two neighbouring compute ops of a device (two forwards or two
+// backwards that swap also swap their offloads or reloads on a shared link),
+// shift one op a few places, offload an activation that is kept (O where the
+// link is when F ends, R to land just before B) or keep one that is
+// offloaded, offload one and let the device's next forward in before its B,
+// and move a copy one place on its link. Each round draws a batch of moves from
+// a seeded generator, scores them in parallel (TBB) and applies the best
+// strictly better one (ties: lower secondary score — the sum of device spans —
+// then lower batch index). At a local optimum (20 rounds without a better
+// move) the walk restarts from the incumbent kicked by 1-4 random moves taken
+// together, which may pass through orders that do not run on their own
+// (iterated local search); it ends at a limit, at the lower bound, or after 300
+// kicks in a row that found nothing better. The batches do not depend on the
 // number of threads, so the result depends only on the seed and the budget.
 //
 //   SearchOptions opt;

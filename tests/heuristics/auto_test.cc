@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <random>
+
 #include "core/checker.h"
 #include "core/lower_bound.h"
+#include "core/simulator.h"
 #include "heuristics/auto_method.h"
 #include "heuristics/list_scheduler.h"
 #include "tests/testing.h"
@@ -106,6 +110,40 @@ TEST(Auto, InfeasibleWhenNothingFits) {
   StatusOr<AutoResult> r = RunAuto(p, Budget(10, 1));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInfeasible);
+}
+
+// The walk restarts from kicked incumbents (iterated local search), so on tiny
+// problems it reaches the optimum that enumerating every order finds, from a
+// poor start, with and without offload and memory limits.
+TEST(LocalSearch, ReachesTheBruteForceOptimumOnTinyProblems) {
+  std::mt19937 rng(11);
+  int trials = 0;
+  for (int trial = 0; trial < 12; ++trial) {
+    const bool offload = trial % 2 == 1;
+    const int d = offload ? 2 : 2 + trial % 2, m = offload || d == 3 ? 2 : 3;
+    // Split backward with offload only once: its enumeration is the slow part.
+    const bool split = offload ? trial == 1 : trial % 3 != 0;
+    Problem p = testing::RandomProblem(rng, d, m, 1, split, offload);
+    if (trial % 4 >= 2) {  // room for about one activation per device and a half
+      p.memory_limit = p.static_memory;
+      for (int i = 0; i < d; ++i) (*p.memory_limit)[i] += 1.5 * p.activation[i];
+    }
+    double brute = std::numeric_limits<double>::infinity();
+    Simulator sim(p);
+    sim.set_describe_deadlocks(false);
+    testing::ForEachSchedule(p, offload, [&](const Schedule& s) {
+      if (StatusOr<SimResult> r = sim.Run(s); r.ok()) brute = std::min(brute, r->objective);
+    });
+    StatusOr<Schedule> start = BuildList(p);
+    if (!start.ok()) continue;  // nothing the list scheduler finds fits: no start
+    ++trials;
+    StatusOr<SearchResult> r = LocalSearch(p, *start, Budget(20000, 1));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_NEAR(r->sim.objective, brute, 1e-9)
+        << "trial " << trial << ", " << d << "x" << m << (offload ? " offload" : "") << "\n"
+        << ToText(r->schedule);
+  }
+  EXPECT_GE(trials, 8);
 }
 
 }  // namespace
