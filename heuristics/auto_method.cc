@@ -27,12 +27,16 @@ std::optional<Solution> TuneWarmup(const Problem& p, const SearchOptions& opt, d
   std::vector<std::optional<Schedule>> cand;
   std::vector<std::optional<SimResult>> score;
   const int S = p.stages();
-  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds &&
-         !(opt.stop && opt.stop->load()) &&
+  const auto time_left = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds;
+  };
+  while (time_left() && !(opt.stop && opt.stop->load()) &&
          !(opt.max_evaluations && *evaluations >= *opt.max_evaluations)) {
     BuildAndScore(
         p, 2 * S, opt.threads,
         [&](int i) -> std::optional<Schedule> {
+          // On the clock, a round cut short still counts (deterministic budgets finish it).
+          if (!opt.max_evaluations && !time_left()) return std::nullopt;
           ListOptions o = options;
           o.warmup_depth[i / 2] += i % 2 ? 1 : -1;
           if (o.warmup_depth[i / 2] < 1 || o.warmup_depth[i / 2] > p.microbatches)
