@@ -6,6 +6,64 @@
 #include "core/dag.h"
 
 namespace optpipe {
+namespace {
+
+// The memory-time bound (see the header) over the devices `group`, which
+// share one host link: the least T such that the least link time that brings
+// every device's memory-time under C_d T is at most T.
+double MemoryBound(const Problem& p, const std::vector<int>& group) {
+  const int S = p.stages(), M = p.microbatches;
+  struct Item {
+    double save, cost;  // memory-time saved and link time spent by one offload
+  };
+  std::vector<double> keep(p.devices, 0.0);
+  std::vector<std::vector<Item>> items(p.devices);
+  for (int s = 0; s < S; ++s) {
+    const int d = p.stage_device[s];
+    if (std::find(group.begin(), group.end(), d) == group.end()) continue;
+    const double b = Duration(p, Op{OpType::kB, s, 0});
+    double life = p.f[s] + b;
+    for (int u = s + 1; u < S; ++u) life += p.f[u] + Duration(p, Op{OpType::kB, u, 0});
+    for (int u = s; u + 1 < S; ++u) life += 2 * CommTime(p, u);
+    const double after_b = p.split_backward ? (p.activation[s] - p.freed_by_b[s]) * p.w[s] : 0.0;
+    keep[d] += M * (p.activation[s] * life + after_b);
+    if (!p.offload_allowed()) continue;
+    const double t = (*p.offload)[s];
+    const double save = p.offloadable[s] * (life - (p.f[s] + 2 * t + b));
+    if (save > 0 && t > 0) items[d].push_back({save, 2 * t});
+  }
+  for (auto& v : items) {
+    std::sort(v.begin(), v.end(),
+              [](const Item& x, const Item& y) { return x.save * y.cost > y.save * x.cost; });
+  }
+  // Least link time for device d to fit its memory-time under C_d T; inf if it cannot.
+  const auto link_time = [&](int d, double T) {
+    double need = keep[d] - ((*p.memory_limit)[d] - p.static_memory[d]) * T, cost = 0;
+    for (const Item& it : items[d]) {
+      if (need <= 0) break;
+      const double take = std::min<double>(M, need / it.save);
+      cost += take * it.cost;
+      need -= take * it.save;
+    }
+    return need > 1e-12 * std::max(1.0, keep[d]) ? std::numeric_limits<double>::infinity() : cost;
+  };
+  const auto fits = [&](double T) {
+    double total = 0;
+    for (int d : group) total += link_time(d, T);
+    return total <= T;
+  };
+  double hi = 1;
+  for (int k = 0; k < 1100 && !fits(hi); ++k) hi *= 2;
+  if (!fits(hi)) return 0;  // a device without room for its activations: no schedule at all
+  double lo = 0;
+  for (int it = 0; it < 60 && hi - lo > 1e-12 * hi; ++it) {
+    const double mid = (lo + hi) / 2;
+    (fits(mid) ? hi : lo) = mid;
+  }
+  return lo;  // fits(T) fails below lo: a valid (never too large) bound
+}
+
+}  // namespace
 
 LowerBound ComputeLowerBound(const Problem& p) {
   const int S = p.stages(), D = p.devices, M = p.microbatches;
@@ -38,7 +96,12 @@ LowerBound ComputeLowerBound(const Problem& p) {
         lb.binding_device = d;
       }
     }
-    lb.value = std::max(lb.device_bound, lb.critical_path);
+    if (p.memory_limit) {
+      for (const std::vector<int>& link : p.host_links) {
+        lb.memory_bound = std::max(lb.memory_bound, MemoryBound(p, link));
+      }
+    }
+    lb.value = std::max({lb.device_bound, lb.critical_path, lb.memory_bound});
     return lb;
   }
   // device_span: the longest F(s)..B(s)[..W(s)] round trip of a stage on d.
@@ -59,8 +122,9 @@ LowerBound ComputeLowerBound(const Problem& p) {
       lb.binding_device = d;
     }
     best = std::max(best, span);
+    if (p.memory_limit) lb.memory_bound = std::max(lb.memory_bound, MemoryBound(p, {d}));
   }
-  lb.value = best;
+  lb.value = std::max(best, lb.memory_bound);
   return lb;
 }
 

@@ -1,6 +1,5 @@
 // ComputeLowerBound: a provably valid lower bound on a problem's objective.
 //
-// Memory limits and offload only ever delay ops, so the bound ignores them.
 // With t0 the first start of the iteration (always an F of stage 0):
 //
 //  * device bound (makespan): device d runs work_d = sum over its stages of
@@ -14,6 +13,21 @@
 //  * critical path (makespan): one micro-batch through every stage and back.
 //  * device_span: span_d >= work_d, and >= for each stage s on d the chain
 //    F(s,m) -> ... -> F(S-1,m) -> B(S-1,m) -> ... -> B(s,m) [-> W(s,m)].
+//  * memory (under memory.limit; both objectives): device d holds at most
+//    C_d = limit_d - static_d of activations at any instant, so the memory-
+//    time of its activations is at most C_d times its span (<= makespan). An
+//    activation a of stage s lives at least from F(s,m)'s start to B(s,m)'s
+//    end, life_s = f_s + the F chain above s + the B chain back + b_s (comms
+//    twice), and its part a - freed_by_b another w_s until W ends: keep_s =
+//    a life_s + (a - freed_by_b) w_s. Offloaded, its offloadable part o is
+//    resident only from F's start to O's end and from R's start to B's end,
+//    at least f_s + 2 t_s + b_s, for 2 t_s of its host link's time:
+//    off_s = o (f_s + 2 t_s + b_s) + (a - o) life_s + (a - freed_by_b) w_s.
+//    The link runs its copies one at a time within the span too. So
+//    makespan >= the least T for which the devices of each link can offload
+//    (fractionally, the LP relaxation: a fractional knapsack by saving per
+//    link time) enough to bring their memory-time under C_d T with at most T
+//    of link time; for device_span, each device alone with its own copies.
 //
 //   LowerBound lb = ComputeLowerBound(problem);   // lb.value
 #pragma once
@@ -26,6 +40,7 @@ struct LowerBound {
   double value = 0;          // bound on the problem's objective
   double device_bound = 0;   // the per-device work bound (see above)
   double critical_path = 0;  // the per-micro-batch chain bound
+  double memory_bound = 0;   // the memory-time bound (0 without memory.limit)
   int binding_device = 0;    // device attaining device_bound
 };
 

@@ -17,11 +17,13 @@ Command AddBound(CLI::App& app) {
   CLI::App* sub =
       app.add_subcommand("bound", "Print a provable lower bound on the problem's objective");
   sub->add_option("problem", args->problem, "optpipe-problem/1 JSON file")->required();
-  sub->add_flag("--json", args->json, "Print {bound, device_bound, critical_path, binding_device}");
+  sub->add_flag("--json", args->json,
+                "Print {bound, device_bound, critical_path, memory_bound, binding_device}");
   sub->footer(
-      "The bound ignores memory (limits only delay ops): the busiest device's work plus the\n"
-      "unavoidable fill before its first op and drain after its last, and one micro-batch's\n"
-      "critical path. See core/lower_bound.h for the proof.");
+      "The largest of: the busiest device's work plus the unavoidable fill before its first op\n"
+      "and drain after its last; one micro-batch's critical path; under memory.limit, the\n"
+      "memory-time bound (activations must live from F to B within limit - static, or be\n"
+      "offloaded at the price of host-link time). See core/lower_bound.h for the proof.");
   return {sub, [args] {
             StatusOr<Problem> p = LoadProblem(args->problem);
             if (!p.ok()) return Fail(p.status());
@@ -30,13 +32,16 @@ Command AddBound(CLI::App& app) {
               std::cout << nlohmann::json{{"bound", lb.value},
                                           {"device_bound", lb.device_bound},
                                           {"critical_path", lb.critical_path},
+                                          {"memory_bound", lb.memory_bound},
                                           {"binding_device", lb.binding_device}}
                                .dump(1)
                         << "\n";
             } else {
               std::cout << "lower bound " << lb.value << " (device bound " << lb.device_bound
                         << " on device " << lb.binding_device << ", critical path "
-                        << lb.critical_path << ")\n";
+                        << lb.critical_path;
+              if (p->memory_limit) std::cout << ", memory bound " << lb.memory_bound;
+              std::cout << ")\n";
             }
             return int{kOk};
           }};

@@ -79,6 +79,62 @@ TEST(LowerBound, NeverAboveBruteForceOptimumAndTightOnSmallCases) {
   }
 }
 
+// The memory-time bound by hand. Two devices, fused f = b = 1, activation 1 on
+// stage 0 only, room for one activation on device 0: each micro-batch's stage-0
+// activation lives F0 F1 B1 B0 = 4, so 4 micro-batches take 16 on device 0
+// alone (the work bound says 8 + 1 + 1 = 10). Offload at t = 0.5 shortens a
+// life to f + 2t + b = 3 for 1 of link time: T >= max(16 - x, x) over x <= 4
+// offloads gives 12. Both are optimal: the brute force finds 16 and 12 on a
+// 2-micro-batch version (8 and 6: x <= 2 gives max(8 - x, x) = 6).
+TEST(LowerBound, MemoryTimeBoundByHand) {
+  const auto make = [](int m, bool offload) {
+    std::string json =
+        "\"name\": \"mem\", \"devices\": 2, \"microbatches\": " + std::to_string(m) +
+        ", \"split_backward\": false, \"stage_time\": {\"f\": 1, \"b\": 1}, \"memory\": "
+        "{\"activation\": [1, 0], \"static\": 0, \"limit\": [1, 1]}";
+    if (offload) json += ", \"offload_time\": 0.5";
+    return testing::MakeProblem(json);
+  };
+  const LowerBound kept = ComputeLowerBound(make(4, false));
+  EXPECT_DOUBLE_EQ(kept.device_bound, 10);
+  EXPECT_NEAR(kept.memory_bound, 16, 1e-9);
+  EXPECT_NEAR(kept.value, 16, 1e-9);
+  EXPECT_NEAR(ComputeLowerBound(make(4, true)).value, 12, 1e-9);
+  EXPECT_NEAR(ComputeLowerBound(make(2, false)).value, 8, 1e-9);
+  EXPECT_NEAR(ComputeLowerBound(make(2, true)).value, 6, 1e-9);
+  EXPECT_NEAR(BruteForceOptimum(make(2, false), false), 8, 1e-9);
+  EXPECT_NEAR(BruteForceOptimum(make(2, true), true), 6, 1e-9);
+  Problem span = make(2, true);
+  span.objective = Objective::kDeviceSpan;
+  EXPECT_NEAR(ComputeLowerBound(span).value, 6, 1e-9);
+  // Without a limit the bound is the work bound again.
+  Problem free = make(4, true);
+  free.memory_limit.reset();
+  EXPECT_DOUBLE_EQ(ComputeLowerBound(free).memory_bound, 0);
+  EXPECT_DOUBLE_EQ(ComputeLowerBound(free).value, 10);
+}
+
+// Under random tight limits, with and without offload, the memory-time bound
+// never exceeds the brute-force optimum.
+TEST(LowerBound, MemoryBoundNeverAboveTheOptimum) {
+  std::mt19937 rng(17);
+  int binding = 0;
+  for (int trial = 0; trial < 10; ++trial) {
+    const bool offload = trial % 2 == 1;
+    Problem p = testing::RandomProblem(rng, 2, offload ? 2 : 3, 1, trial % 3 == 0, offload);
+    p.memory_limit = p.static_memory;
+    for (int d = 0; d < 2; ++d)
+      (*p.memory_limit)[d] += p.activation[d] * (1.0 + 0.25 * (trial % 3));
+    if (trial % 4 == 3) p.objective = Objective::kDeviceSpan;
+    const double opt = BruteForceOptimum(p, offload);
+    if (opt == std::numeric_limits<double>::infinity()) continue;
+    const LowerBound lb = ComputeLowerBound(p);
+    EXPECT_LE(lb.value, opt + 1e-9) << ToJson(p);
+    if (lb.memory_bound > std::max(lb.device_bound, lb.critical_path)) ++binding;
+  }
+  EXPECT_GE(binding, 3);  // the memory bound is the binding one on tight limits
+}
+
 TEST(Dag, EdgesAndTopologicalOrderFollowTheFormat) {
   Problem p = testing::UnitProblem(3, 2, true);
   p.offload = std::vector<double>(3, 1.0);
