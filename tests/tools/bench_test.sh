@@ -4,19 +4,8 @@
 # `--report DIR` (Markdown summary and SVG bars drawn to scale).
 # Usage: bench_test.sh OPTPIPE SOURCE_DIR
 set -u
-bin=$1
-src=$2
-cases=$src/tests/cases
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 # shellcheck source=expect.sh
-source "$(dirname "$0")/expect.sh"
-check() {
-  local what=$1
-  shift 2
-  if "$@" >"$tmp/out" 2>&1; then passed=$((passed + 1)); else
-    echo "FAIL: $what"; sed 's/^/    /' "$tmp/out"; failed=$((failed + 1)); fi
-}
+source "$(dirname "$0")/expect.sh" "$@"
 
 unit=$cases/unit-4x8.json
 llama=$cases/llama-8dev-offload.json

@@ -2,13 +2,8 @@
 # End-to-end checks of the optpipe CLI: exit codes, messages and the
 # schedule -> validate round trip. Usage: cli_test.sh OPTPIPE SOURCE_DIR
 set -u
-bin=$1
-src=$2
-cases=$src/tests/cases
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 # shellcheck source=expect.sh
-source "$(dirname "$0")/expect.sh"
+source "$(dirname "$0")/expect.sh" "$@"
 
 json_field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
 

@@ -1,5 +1,11 @@
-# Shared by the CLI test scripts: sourced after they set $tmp, it keeps the
-# pass/fail counts and defines `expect`.
+# Shared by the CLI test scripts, sourced with their arguments (OPTPIPE
+# SOURCE_DIR): sets $bin, $src, $cases and a scratch $tmp removed on exit,
+# keeps the pass/fail counts and defines `expect` and `check`.
+bin=$1
+src=$2
+cases=$src/tests/cases
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 passed=0
 failed=0
 
@@ -16,4 +22,12 @@ expect() {
     echo "FAIL: $what: output lacks '$want'"; sed 's/^/    /' "$tmp/out"; failed=$((failed + 1)); return
   fi
   passed=$((passed + 1))
+}
+
+# check DESCRIPTION -- command...: passes when the command exits 0.
+check() {
+  local what=$1
+  shift 2
+  if "$@" >"$tmp/out" 2>&1; then passed=$((passed + 1)); else
+    echo "FAIL: $what"; sed 's/^/    /' "$tmp/out"; failed=$((failed + 1)); fi
 }
