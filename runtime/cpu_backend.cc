@@ -6,6 +6,8 @@
 #include <cstring>
 #include <limits>
 
+#include "runtime/copy_pieces.h"
+
 namespace optpipe::runtime {
 namespace {
 
@@ -116,16 +118,11 @@ Status CpuBackend::RunCompute(int, StageKernel& kernel, KernelContext& ctx,
 
 Status CpuBackend::RunCopy(int, int, const Op&, std::vector<Buffer>& dev, std::vector<Buffer>& host,
                            bool to_host, double seconds, Clock::time_point started, OpTimes* t) {
-  for (std::size_t k = 0; k < dev.size() && k < host.size(); ++k) {
-    if (dev[k].data == nullptr || host[k].data == nullptr) continue;
-    const std::size_t n = std::min(dev[k].bytes, host[k].bytes);
-    if (to_host) {
-      std::memcpy(host[k].data, dev[k].data, n);
-    } else {
-      std::memcpy(dev[k].data, host[k].data, n);
-    }
-  }
-  Status st = BusyUntil(After(started, seconds));
+  Status st = CopyPieces(dev, host, to_host, [](void* dst, const void* src, std::size_t n) {
+    std::memcpy(dst, src, n);
+    return OkStatus();
+  });
+  if (st.ok()) st = BusyUntil(After(started, seconds));
   t->start = Since(started);
   t->end = Since(Clock::now());
   return st;

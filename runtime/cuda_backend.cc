@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/copy_pieces.h"
 #include "runtime/cuda_spin.h"
 
 namespace optpipe::runtime {
@@ -355,17 +356,13 @@ class CudaBackend final : public Backend {
     OPTPIPE_CHECK(cudaSetDevice(dv.gpu), what);
     OPTPIPE_CHECK(cudaEventRecord(start_ev_[i], dv.copy), what);
     OPTPIPE_CHECK(cuda::LaunchStamp(dv.copy, dv.stamps + 1), what);
-    for (std::size_t k = 0; k < dev.size() && k < host.size(); ++k) {
-      if (dev[k].data == nullptr || host[k].data == nullptr) continue;
-      const std::size_t n = std::min(dev[k].bytes, host[k].bytes);
-      if (to_host) {
-        OPTPIPE_CHECK(
-            cudaMemcpyAsync(host[k].data, dev[k].data, n, cudaMemcpyDeviceToHost, dv.copy), what);
-      } else {
-        OPTPIPE_CHECK(
-            cudaMemcpyAsync(dev[k].data, host[k].data, n, cudaMemcpyHostToDevice, dv.copy), what);
-      }
-    }
+    const cudaMemcpyKind kind = to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
+    const Status copied =
+        CopyPieces(dev, host, to_host, [&](void* dst, const void* src, std::size_t n) -> Status {
+          OPTPIPE_CHECK(cudaMemcpyAsync(dst, src, n, kind, dv.copy), what);
+          return OkStatus();
+        });
+    if (!copied.ok()) return copied;
     // The copy lasts at least the problem's offload time (the real copy may be shorter).
     OPTPIPE_CHECK(cuda::LaunchSpinUntil(dv.copy, dv.stamps + 1, Nanoseconds(seconds), abort_dev_),
                   what);
