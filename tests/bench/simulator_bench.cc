@@ -12,9 +12,10 @@ namespace {
 void BM_Simulate(benchmark::State& state, const char* method, bool memory_limit) {
   std::mt19937 rng(1);
   Problem p = testing::RandomProblem(rng, state.range(0), state.range(1), 1, true);
-  if (memory_limit) {  // a limit that binds GPipe-style runs: allocations wait
+  if (memory_limit) {  // room for 1F1B's D - d activations and one more: every allocation checked
     p.memory_limit.emplace();
-    for (int d = 0; d < p.devices; ++d) p.memory_limit->push_back(1.0 + 4 * p.activation[d]);
+    for (int d = 0; d < p.devices; ++d)
+      p.memory_limit->push_back(p.static_memory[d] + (p.devices - d + 1) * p.activation[d]);
   }
   const Schedule s = method[0] == 'g' ? *BuildGPipe(p) : *BuildOneFOneB(p);
   Simulator sim(p);
