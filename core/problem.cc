@@ -79,7 +79,7 @@ Status Validate(const Problem& p) {
   }
   if (Status st = CheckArray(p.static_memory, D, "memory.static"); !st.ok()) return st;
   for (std::size_t s = 0; s < S; ++s) {
-    const std::string i = "[" + std::to_string(s) + "]";
+    const std::string i = '[' + std::to_string(s) + ']';
     if (p.freed_by_b[s] > p.activation[s]) {
       return InvalidArgument("memory.freed_by_b" + i + ": must be <= memory.activation" + i + " (" +
                              FormatNumber(p.freed_by_b[s]) + " > " + FormatNumber(p.activation[s]) +

@@ -412,7 +412,7 @@ std::vector<ListOptions> ListOptionGrid(const Problem& p) {
         if (!off && !can_offload) continue;
         for (int look : {1, 2}) {
           if (look == 2 && !(off && can_offload)) continue;
-          grid.push_back({scale, eager, off && can_offload, look});
+          grid.push_back({scale, eager, off && can_offload, look, {}});
         }
       }
     }

@@ -62,7 +62,10 @@ std::string CsvTable(const std::vector<BenchRow>& rows) {
   };
   const auto line = [&](const std::vector<std::string>& c) {
     std::string out;
-    for (std::size_t i = 0; i < c.size(); ++i) out += (i ? "," : "") + quote(c[i]);
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      if (i) out += ',';
+      out += quote(c[i]);
+    }
     return out + "\n";
   };
   std::string out = line(kHeader);
