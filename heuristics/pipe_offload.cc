@@ -196,9 +196,10 @@ class EdfSlack {
 // Plans the copies of one host link in time order; returns them in that
 // order. Invariant: every planned reload ends by its backward's compute-only
 // start (EDF slack >= 0), so compute is never delayed. `keep_all` (see
-// PlaceCopies) drops that invariant: every candidate is offloaded, and when a
-// reload is late anyway offloads and reloads alternate. O(n log n) in the
-// link's activations.
+// PlaceCopies) drops that invariant: every candidate that lives a round trip
+// is offloaded, offloads and reloads alternate when a reload is late anyway,
+// and a reload its device has no room for waits behind that device's next
+// offload. O(n log n) in the link's activations.
 std::vector<Op> PlanLink(const Problem& p, std::vector<Act>& acts, bool keep_all) {
   std::vector<int> release;  // candidates by forward end
   for (int k = 0; k < static_cast<int>(acts.size()); ++k) {
@@ -234,10 +235,12 @@ std::vector<Op> PlanLink(const Problem& p, std::vector<Act>& acts, bool keep_all
     while (next < release.size() && acts[release[next]].f_end <= t)
       pending_o.push_back(release[next++]);
     // A round trip that no longer fits before its backward stays on the device (§4.4).
-    if (!keep_all) {
-      std::erase_if(pending_o,
-                    [&](int k) { return t + acts[k].dur + acts[k].dur > acts[k].b_start; });
-    }
+    // keep_all: only activations that live shorter than a round trip even
+    // without copies stay (the last stage's, whose B follows its F).
+    std::erase_if(pending_o, [&](int k) {
+      const double from = keep_all ? acts[k].f_end : t;
+      return from + acts[k].dur + acts[k].dur > acts[k].b_start;
+    });
     const double s = edf.Least(t);
     int o = -1;
     double most = -kInf;
@@ -252,6 +255,19 @@ std::vector<Op> PlanLink(const Problem& p, std::vector<Act>& acts, bool keep_all
     }
     bool offload = o >= 0 && edf.LeastWith(t + acts[o].dur, o) >= 0;
     if (keep_all && o >= 0 && !offload) offload = pending_r.empty() || last_was_reload;
+    if (keep_all && !offload && !pending_r.empty()) {
+      // A reload its device has no room for waits behind an offload of that
+      // device, which makes the room (else the link order deadlocks).
+      const int r = std::get<2>(*pending_r.begin());
+      if (pressure(acts[r].device, t) + acts[r].moved > 0) {
+        const auto k = std::find_if(pending_o.begin(), pending_o.end(),
+                                    [&](int x) { return acts[x].device == acts[r].device; });
+        if (k != pending_o.end()) {
+          o = *k;
+          offload = true;
+        }
+      }
+    }
     last_was_reload = !offload && !pending_r.empty() && (s <= 1e-9 * std::max(1.0, t) || o >= 0);
     if (offload) {
       plan.push_back({OpType::kO, acts[o].stage, acts[o].mb});

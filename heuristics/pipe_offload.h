@@ -24,9 +24,11 @@ std::vector<char> OffloadedStages(const Problem& p, bool all);
 // Plans O and R of the chosen stages on the host links into s.copy. As
 // published (§4.2, §4.4): only round trips that the link hides behind compute,
 // so no backward waits for a reload. `keep_all`: every activation of the
-// chosen stages is offloaded, reloads may delay backwards; what PipeOffload's
-// implementation does when the link is slower than the compute (k > 1), the
-// baseline OptPipe measures in its memory-limited runs (Table 1).
+// chosen stages that lives at least a round trip (compute-only times) is
+// offloaded, even where reloads then delay backwards, and a reload waits
+// behind an offload of its device when the device has no room for it; what
+// PipeOffload's implementation does when the link is slower than the compute
+// (k > 1), the baseline OptPipe measures in its memory-limited runs (Table 1).
 Status PlaceCopies(const Problem& p, Schedule& s, const std::vector<char>& stages,
                    bool keep_all = false);
 

@@ -111,14 +111,21 @@ TEST(Gis, PreconditionsSayWhatTheyNeed) {
 // When the link is slower than the compute (k > 1: a round trip of 4 units per
 // 3 of compute) and the limit of 3 activations leaves no room for the
 // activations PipeOffload would keep, PO-F falls back to offloading every
-// activation and letting backwards wait for reloads, as PipeOffload runs at
-// k > 1: valid, within the limit, every activation through the link, and
-// bounded below by the link's work (2 copies of 2 units per activation on
-// device 0, plus the first forward and the last backward chain).
+// activation that lives at least a round trip and letting backwards wait for
+// reloads, as PipeOffload runs at k > 1: valid, within the limit, stages 0 and 1
+// (lifespans 6 and 4 in 1F1B) entirely through the link, the last stage (its
+// B follows its F) not at all, and bounded below by the link's work on device
+// 0 (8 round trips of 4, plus the first forward and the last B and W).
 TEST(PipeOffload, SlowLinkKeepsEveryOffload) {
   const Problem p = Unit(4, 8, 1, 2.0, 3);
   const Solution sol = Solve(p, "po-f");
-  EXPECT_EQ(Copies(sol.schedule), 2 * 4 * 8);
+  std::vector<int> per_stage(4, 0);
+  for (const auto& lane : sol.schedule.copy) {
+    for (const Op& op : lane) ++per_stage[op.stage];
+  }
+  EXPECT_EQ(per_stage[0], 2 * 8);
+  EXPECT_EQ(per_stage[1], 2 * 8);
+  EXPECT_EQ(per_stage[3], 0);
   EXPECT_LE(*std::max_element(sol.sim.peak_memory.begin(), sol.sim.peak_memory.end()), 3);
   EXPECT_GE(sol.sim.makespan, 8 * 2 * 2.0 + 1 + 2);
   // Without the fallback nothing fits: the free-lunch plan keeps activations.
