@@ -69,6 +69,7 @@
 #include <utility>
 
 #include "heuristics/best_fitting.h"
+#include "heuristics/edf_slack.h"
 #include "heuristics/method.h"
 
 namespace optpipe {
@@ -103,94 +104,6 @@ class Usage {
 
  private:
   std::vector<std::pair<double, double>> steps_;  // (time, running sum once finished)
-};
-
-// The least slack of a set of reloads run back to back, earliest deadline
-// first, from time t: min over members k of deadline(k) - (t + the durations
-// of the members up to k in deadline order). Members are inserted and erased
-// in O(log n): a segment tree over the deadline ranks holds deadline(k) minus
-// the durations up to k (range add when a member before k comes or goes, +inf
-// for non-members), a Fenwick tree the durations for a new member's prefix.
-class EdfSlack {
- public:
-  EdfSlack(const std::vector<double>& deadline, const std::vector<double>& dur)
-      : deadline_(deadline), dur_(dur), rank_(deadline.size()), n_(deadline.size()) {
-    std::vector<int> order(n_);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int x, int y) { return deadline[x] < deadline[y]; });
-    for (int r = 0; r < n_; ++r) rank_[order[r]] = r;
-    min_.assign(4 * std::max(n_, 1), kInf);
-    add_.assign(4 * std::max(n_, 1), 0.0);
-    fenwick_.assign(n_ + 1, 0.0);
-  }
-  void Insert(int k) {
-    const int r = rank_[k];
-    Set(1, 0, n_ - 1, r, deadline_[k] - PrefixDur(r) - dur_[k]);
-    Add(1, 0, n_ - 1, r + 1, n_ - 1, -dur_[k]);
-    for (int i = r + 1; i <= n_; i += i & -i) fenwick_[i] += dur_[k];
-  }
-  void Erase(int k) {
-    const int r = rank_[k];
-    Set(1, 0, n_ - 1, r, kInf);
-    Add(1, 0, n_ - 1, r + 1, n_ - 1, dur_[k]);
-    for (int i = r + 1; i <= n_; i += i & -i) fenwick_[i] -= dur_[k];
-  }
-  double Least(double t) const { return n_ ? min_[1] - t : kInf; }
-  // The least slack were k a member too.
-  double LeastWith(double t, int k) {
-    Insert(k);
-    const double least = Least(t);
-    Erase(k);
-    return least;
-  }
-
- private:
-  double PrefixDur(int r) const {  // durations of the members ranked before r
-    double sum = 0;
-    for (int i = r; i > 0; i -= i & -i) sum += fenwick_[i];
-    return sum;
-  }
-  void Push(int node) {
-    for (int c : {2 * node, 2 * node + 1}) {
-      min_[c] += add_[node];
-      add_[c] += add_[node];
-    }
-    add_[node] = 0;
-  }
-  void Set(int node, int lo, int hi, int at, double value) {
-    if (lo == hi) {
-      min_[node] = value;
-      return;
-    }
-    Push(node);
-    const int mid = (lo + hi) / 2;
-    if (at <= mid) {
-      Set(2 * node, lo, mid, at, value);
-    } else {
-      Set(2 * node + 1, mid + 1, hi, at, value);
-    }
-    min_[node] = std::min(min_[2 * node], min_[2 * node + 1]);
-  }
-  void Add(int node, int lo, int hi, int from, int to, double delta) {
-    if (from > hi || to < lo || from > to) return;
-    if (from <= lo && hi <= to) {
-      min_[node] += delta;
-      add_[node] += delta;
-      return;
-    }
-    Push(node);
-    const int mid = (lo + hi) / 2;
-    Add(2 * node, lo, mid, from, to, delta);
-    Add(2 * node + 1, mid + 1, hi, from, to, delta);
-    min_[node] = std::min(min_[2 * node], min_[2 * node + 1]);
-  }
-
-  const std::vector<double>& deadline_;
-  const std::vector<double>& dur_;
-  std::vector<int> rank_;
-  int n_;
-  std::vector<double> min_, add_, fenwick_;
 };
 
 // Plans the copies of one host link in time order; returns them in that
