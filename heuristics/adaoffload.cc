@@ -79,14 +79,16 @@ std::vector<double> ForwardOnlyEnds(const Problem& p, const Schedule& s) {
   return end;
 }
 
-// Moves, on every device, the leading forwards that end (forward-only times)
-// by EstStart(first B) + tolerance before the first B; the rest keeps its order.
-Schedule Fill(const Problem& p, const Schedule& po, double tolerance) {
+// How many leading forwards each device runs before its first B: those that
+// end (forward-only times `f_end`, from ForwardOnlyEnds) by EstStart(first B)
+// + tolerance, never fewer than PipeOffload's own warm-up. Empty when the
+// forward orders wait on each other (no fill).
+std::vector<std::size_t> FillDepths(const Problem& p, const Schedule& po,
+                                    const std::vector<double>& f_end, double tolerance) {
+  if (f_end.empty()) return {};
   const int M = p.microbatches, S = p.stages();
-  const std::vector<double> f_end = ForwardOnlyEnds(p, po);
-  if (f_end.empty()) return po;
   const auto fe = [&](int s, int m) { return f_end[static_cast<std::size_t>(s) * M + m]; };
-  Schedule out = po;
+  std::vector<std::size_t> depth(p.devices, 0);
   for (int d = 0; d < p.devices; ++d) {
     const std::vector<Op>& lane = po.compute[d];
     const auto first_b =
@@ -100,21 +102,31 @@ Schedule Fill(const Problem& p, const Schedule& po, double tolerance) {
       b_start = std::max(fe(s, m0), prev_end + CommTime(p, s));
     }
     // Step 2: the fill, never shallower than PipeOffload's own warm-up.
-    const auto warmup =
-        std::count_if(lane.begin(), first_b, [](const Op& op) { return op.type == OpType::kF; });
-    std::vector<Op> fill;
+    const auto warmup = static_cast<std::size_t>(
+        std::count_if(lane.begin(), first_b, [](const Op& op) { return op.type == OpType::kF; }));
     for (const Op& op : lane) {
       if (op.type != OpType::kF) continue;
-      const bool in_warmup = static_cast<long>(fill.size()) < warmup;
-      if (!in_warmup && fe(op.stage, op.microbatch) > b_start + tolerance) break;
-      fill.push_back(op);
+      if (depth[d] >= warmup && fe(op.stage, op.microbatch) > b_start + tolerance) break;
+      ++depth[d];
     }
-    // Step 3: everything else in PipeOffload's order.
+  }
+  return depth;
+}
+
+// Step 3: each device's first depth[d] forwards first, everything else in
+// PipeOffload's order. Distinct depths give distinct orders (a depth beyond
+// the warm-up moves a forward ahead of a B).
+Schedule Fill(const Schedule& po, const std::vector<std::size_t>& depth) {
+  Schedule out = po;
+  for (std::size_t d = 0; d < depth.size(); ++d) {
     std::vector<Op>& filled = out.compute[d];
-    filled = fill;
-    std::size_t forwards = 0;  // the fill is the lane's first fill.size() forwards
-    for (const Op& op : lane) {
-      if (op.type != OpType::kF || forwards++ >= fill.size()) filled.push_back(op);
+    filled.clear();
+    for (const Op& op : po.compute[d]) {
+      if (op.type == OpType::kF && filled.size() < depth[d]) filled.push_back(op);
+    }
+    std::size_t forwards = 0;
+    for (const Op& op : po.compute[d]) {
+      if (op.type != OpType::kF || forwards++ >= depth[d]) filled.push_back(op);
     }
   }
   return out;
@@ -151,10 +163,15 @@ StatusOr<Schedule> BuildAdaOffload(const Problem& p, const SearchOptions& opt) {
       [&](int i) -> std::optional<Schedule> {
         const auto [g, all, t] = knobs(i);
         const Schedule po = BlockOrders(p, g, /*per_microbatch=*/true);
-        Schedule s = t == 0 ? po : Fill(p, po, tolerances[t]);
-        // A larger T that fills no more than the one before adds nothing.
-        if (t > 0 && s.compute == (t == 1 ? po : Fill(p, po, tolerances[t - 1])).compute)
-          return std::nullopt;
+        Schedule s = po;
+        if (t > 0) {
+          const std::vector<double> f_end = ForwardOnlyEnds(p, po);
+          const std::vector<std::size_t> depth = FillDepths(p, po, f_end, tolerances[t]);
+          // A larger T that fills no more than the one before (T = -inf: the
+          // warm-up, PipeOffload itself) adds nothing.
+          if (depth == FillDepths(p, po, f_end, tolerances[t - 1])) return std::nullopt;
+          s = Fill(po, depth);
+        }
         if (!PlaceCopies(p, s, offload[all]).ok()) return std::nullopt;  // a fill that deadlocks
         return s;
       },
