@@ -70,9 +70,8 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
   for (const MethodInfo& m : Methods()) {
     if (m.name != "auto") seeds.push_back(&m);
   }
-  // Methods that search their knobs get half the budget (all of it in the
-  // deterministic mode, where BestFitting ignores the clock).
-  // The clock runs from auto's start, not from each seed's.
+  // Methods that search their knobs get until half of auto's budget, on a clock
+  // that runs from auto's start (BestFitting ignores it in the deterministic mode).
   const auto left = [&] {
     return opt.time_limit_s -
            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

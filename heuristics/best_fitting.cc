@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 
 #include "heuristics/method.h"
@@ -59,9 +60,9 @@ StatusOr<Schedule> BestFitting(const Problem& p, const std::string& knob, int n,
          scanned = i + 1;
          if (!r) return;
          const std::pair key{r->objective, Peak(*r)};
-         if (!best || key.first < best_key.first - 1e-9 * std::max(1.0, std::abs(key.first)) ||
-             (key.first <= best_key.first + 1e-9 * std::max(1.0, std::abs(key.first)) &&
-              key.second < best_key.second)) {
+         const double tol = 1e-9 * std::max(1.0, std::abs(key.first));
+         if (!best || key.first < best_key.first - tol ||
+             (key.first <= best_key.first + tol && key.second < best_key.second)) {
            best = std::move(s);
            best_key = key;
            if (chosen) *chosen = i;
