@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -126,14 +125,11 @@ int Run(const Args& a) {
     std::filesystem::create_directories(dir, ec);
     if (ec)
       return Fail(InvalidArgument("--report: cannot create " + dir.string() + ": " + ec.message()));
-    for (const auto& [name, text] :
-         {std::pair{std::string("report.md"), BenchReportMarkdown(rows, "report.svg")},
-          std::pair{std::string("report.svg"), BenchReportSvg(rows)}}) {
-      std::ofstream out(dir / name);
-      out << text;
-      if (!out) return Fail(InvalidArgument("--report: cannot write " + (dir / name).string()));
-    }
-    std::cerr << "optpipe: wrote " << (dir / "report.md").string() << " and report.svg\n";
+    const std::string md = (dir / "report.md").string(), svg = (dir / "report.svg").string();
+    if (Status st = WriteFile(md, BenchReportMarkdown(rows, "report.svg")); !st.ok())
+      return Fail(st);
+    if (Status st = WriteFile(svg, BenchReportSvg(rows)); !st.ok()) return Fail(st);
+    std::cerr << "optpipe: wrote " << md << " and " << svg << "\n";
   }
   return invalid ? kInvalid : kOk;
 }
