@@ -1,8 +1,11 @@
 #include "core/schedule.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <sstream>
+
+#include "core/text_format.h"
 
 namespace optpipe {
 
@@ -26,12 +29,16 @@ std::vector<char> OffloadedSet(const Problem& p, const Schedule& s) {
   return off;
 }
 
-std::string ToText(const Schedule& s) {
+std::string ToText(const Problem& p, const Schedule& s) {
   std::ostringstream os;
-  const auto lanes = [&os](const std::vector<std::vector<Op>>& v, char tag) {
+  const OpSpace sp = p.op_space();
+  const auto lanes = [&](const std::vector<std::vector<Op>>& v, char tag) {
     for (std::size_t i = 0; i < v.size(); ++i) {
       os << tag << i << ":";
-      for (const Op& op : v[i]) os << ' ' << ToString(op);
+      for (const Op& op : v[i]) {
+        os << ' ' << ToString(op);
+        if (const double r = s.ReleaseOf(sp.Index(op)); r > 0) os << '@' << FormatNumber(r);
+      }
       os << '\n';
     }
   };
@@ -62,8 +69,26 @@ StatusOr<Schedule> ParseScheduleText(const Problem& p, const std::string& text) 
     }
     std::istringstream words(line.substr(colon + 1));
     for (std::string w; words >> w;) {
-      StatusOr<Op> op = ParseOp(w);
+      const auto at = w.find('@');
+      StatusOr<Op> op = ParseOp(std::string_view(w).substr(0, at));
       if (!op.ok()) return InvalidArgument(where + op.status().message());
+      if (at != std::string::npos) {
+        if (!p.op_space().Contains(*op)) {
+          return InvalidArgument(where + "op " + w + " is outside the problem's stages/micro-batches");
+        }
+        double hold = -1;
+        try {
+          std::size_t used = 0;
+          hold = std::stod(w.substr(at + 1), &used);
+          if (used != w.size() - at - 1) hold = -1;
+        } catch (...) {
+        }
+        if (!(hold >= 0) || !std::isfinite(hold)) {
+          return InvalidArgument(where + "op " + w + ": the hold after '@' must be a time >= 0");
+        }
+        if (s.release.empty()) s.release.assign(p.op_space().size(), 0.0);
+        s.release[p.op_space().Index(*op)] = hold;
+      }
       if (IsCompute(op->type) != (line[0] == 'd')) {
         return InvalidArgument(where + "op " + w + " belongs on a " +
                                (IsCompute(op->type) ? "device" : "host link") + " lane");
@@ -81,12 +106,14 @@ StatusOr<Schedule> OrdersOf(const Problem& p, const TimedSchedule& t) {
   std::iota(idx.begin(), idx.end(), 0);
   std::stable_sort(idx.begin(), idx.end(),
                    [&](int a, int b) { return t.ops[a].start < t.ops[b].start; });
+  s.release.assign(p.op_space().size(), 0.0);
   for (int i : idx) {
     const TimedOp& o = t.ops[i];
     if (!p.op_space().Contains(o.op)) {
       return InvalidArgument("ops[" + std::to_string(i) + "]: " + ToString(o.op) +
                              " is outside the problem's stages/micro-batches");
     }
+    s.release[p.op_space().Index(o.op)] = std::max(0.0, o.start);
     const int d = DeviceOf(p, o.op);
     if (IsCompute(o.op.type)) {
       s.compute[d].push_back(o.op);

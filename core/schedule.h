@@ -5,9 +5,16 @@
 // Times are not part of it: Simulate (core/simulator.h) derives them. A
 // TimedSchedule is the optpipe-schedule/1 file: every op with its start/end.
 //
-// Text form, one lane a line (PyTorch pipelining op names):
+// An op may also carry a hold: a release time before which it does not start
+// even when it could. A list scheduler holds an op it kept back on purpose (a
+// reload due just in time, a forward waiting for room), which the orders alone
+// cannot say: replayed as soon as possible, a held-back reload would take the
+// memory a forward needs. The holds make the simulator replay a method's
+// decisions exactly; OrdersOf holds every op of a file at its start time.
+//
+// Text form, one lane a line (PyTorch pipelining op names, @ a hold):
 //   d0: 0F0 0F1 0B0 0W0 0B1 0W1
-//   l0: 0O1 0R1
+//   l0: 0O1 0R1@6.5
 #pragma once
 
 #include <optional>
@@ -24,6 +31,13 @@ struct Schedule {
   std::string method;
   std::vector<std::vector<Op>> compute;  // [D] F/B/W in execution order
   std::vector<std::vector<Op>> copy;     // [host link] O/R in execution order
+  // [OpSpace index] earliest start of each op (0: none); empty: no holds.
+  std::vector<double> release;
+
+  // The op's hold, 0 when it has none.
+  double ReleaseOf(int op_index) const {
+    return release.empty() ? 0.0 : release[static_cast<std::size_t>(op_index)];
+  }
 
   // An empty schedule with one lane per device and host link.
   static Schedule Empty(const Problem& p, std::string method);
@@ -32,7 +46,7 @@ struct Schedule {
 // offloaded[s * M + m] for every (stage, micro-batch) whose O is on a link.
 std::vector<char> OffloadedSet(const Problem& p, const Schedule& s);
 
-std::string ToText(const Schedule& s);
+std::string ToText(const Problem& p, const Schedule& s);
 StatusOr<Schedule> ParseScheduleText(const Problem& p, const std::string& text);
 
 struct TimedOp {
@@ -60,8 +74,8 @@ struct TimedSchedule {
   SolveInfo info;
 };
 
-// Per-lane orders of a timed schedule: ops sorted by start time (ties keep file order).
-// Fails if an op has a stage out of range; other inconsistencies are the checker's job.
+// Per-lane orders of a timed schedule: ops sorted by start time (ties keep file
+// order), each held at its start, so that simulating them gives the file's times. Fails if an op has a stage out of range; other inconsistencies are the checker's job.
 StatusOr<Schedule> OrdersOf(const Problem& p, const TimedSchedule& t);
 
 }  // namespace optpipe

@@ -32,6 +32,11 @@ Status Simulator::CheckStructure(const Schedule& s) {
                            " host-link lanes; the problem has " + std::to_string(p.devices) +
                            " and " + std::to_string(p.host_links.size()));
   }
+  if (!s.release.empty() && s.release.size() != static_cast<std::size_t>(space_.size())) {
+    return InvalidArgument("schedule has " + std::to_string(s.release.size()) +
+                           " release times; the problem has " + std::to_string(space_.size()) +
+                           " op slots");
+  }
   const int lanes = p.devices + static_cast<int>(p.host_links.size());
   std::vector<char>& seen = seen_;
   seen.assign(space_.size(), 0);
@@ -166,6 +171,7 @@ StatusOr<SimResult> Simulator::Run(const Schedule& s) {
       continue;
     }
     waits_for_[r] = -1;
+    ready = std::max(ready, s.ReleaseOf(hi));
     if (ready > t) {
       events.push({ready, 1, r});
       continue;

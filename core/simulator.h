@@ -1,7 +1,8 @@
 // Simulate: the single source of truth for times, makespan and memory.
 //
 // Given per-lane orders (a Schedule), every op starts as early as its lane,
-// its dependencies (plus comm time) and its device's memory allow. Memory
+// its dependencies (plus comm time), its hold (Schedule::release) and its
+// device's memory allow. Memory
 // behaves as a runtime would: an op whose allocation does not fit waits until
 // an op already running or queued (a B/W, an offload) frees enough; if nothing
 // can, or the orders wait on each other, the schedule is infeasible and the

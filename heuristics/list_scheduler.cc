@@ -95,10 +95,12 @@ class ListScheduler {
   std::vector<int> pending_;      // unfinished predecessors per op
   std::vector<double> ready_at_;  // max(pred end + lag)
   std::vector<char> offloaded_;   // [s*M+m]
+  std::vector<char> kept_back_;   // per op: an F passed over while ready
   std::vector<int> cap_;          // warm-up depth per stage
   std::vector<int> inflight_;     // F started, B not ended, per stage
   std::vector<int> b_started_;    // B started per stage
   std::vector<double> tail_b_;    // backward chain from B(s) to the end
+  std::vector<double> chain_;     // shortest time from F(s,m)'s end to B(s,m)'s start
   std::vector<double> period_;    // one micro-batch of work per device
   std::vector<double> reserve_;   // per stage: room kept for deeper stages on its device
   std::vector<char> pressure_;    // device cannot hold its warm-up in memory
@@ -124,6 +126,8 @@ void ListScheduler::Prepare() {
   pending_.assign(n, 0);
   ready_at_.assign(n, 0.0);
   offloaded_.assign(static_cast<std::size_t>(S_) * M_, 0);
+  kept_back_.assign(n, 0);
+  out_.release.assign(n, 0.0);
   inflight_.assign(S_, 0);
   b_started_.assign(S_, 0);
   mem_ = p_.static_memory;
@@ -143,6 +147,11 @@ void ListScheduler::Prepare() {
   for (int s = 0; s < S_; ++s) {
     tail_b_[s] =
         Duration(p_, Op{OpType::kB, s, 0}) + (s > 0 ? CommTime(p_, s - 1) + tail_b_[s - 1] : 0);
+  }
+  chain_.assign(S_, 0.0);
+  for (int s = S_ - 2; s >= 0; --s) {
+    chain_[s] = chain_[s + 1] + 2 * CommTime(p_, s) + p_.f[s + 1] +
+                Duration(p_, Op{OpType::kB, s + 1, 0});
   }
   period_.assign(D_, 0.0);
   for (int s = 0; s < S_; ++s) period_[p_.stage_device[s]] += p_.f[s] + p_.b[s] + p_.w[s];
@@ -186,6 +195,9 @@ void ListScheduler::Start(int i, int lane, double t) {
   const int d = p_.stage_device[op.stage];
   mem_[d] += Allocates(p_, op);
   busy_[lane] = i;
+  // Replayed as soon as possible, an op kept back on purpose would start
+  // earlier and take memory planned for others: hold it where it was put.
+  if (op.type == OpType::kR || kept_back_[i]) out_.release[i] = t;
   if (lane < D_) {
     out_.compute[lane].push_back(op);
   } else {
@@ -230,7 +242,8 @@ void ListScheduler::Finish(int i, double t) {
       // backward is far enough ahead to hide the round trip.
       if (opt_.offload && p_.offload && pressure_[d] && s + 1 < S_) {
         const double round_trip = 2 * (*p_.offload)[s];
-        const double ahead = (m - b_started_[s]) * period_[d];
+        double ahead = (m - b_started_[s]) * period_[d];
+        if (opt_.offload_warmup) ahead = std::max(ahead, chain_[s]);
         if (ahead >= round_trip) {
           offloaded_[static_cast<std::size_t>(s) * M_ + m] = 1;
           ++pending_[sp_.Index(OpType::kB, s, m)];
@@ -308,6 +321,7 @@ void ListScheduler::DispatchDevice(int d, double t) {
       chosen = r.op;
     } else {
       skipped_.push_back(r);
+      kept_back_[r.op] = 1;
     }
   }
   for (const Ready& r : skipped_) rf.push(r);
@@ -412,7 +426,10 @@ std::vector<ListOptions> ListOptionGrid(const Problem& p) {
         if (!off && !can_offload) continue;
         for (int look : {1, 2}) {
           if (look == 2 && !(off && can_offload)) continue;
-          grid.push_back({scale, eager, off && can_offload, look, {}});
+          for (bool warmup : {false, true}) {
+            if (warmup && !(off && can_offload)) continue;
+            grid.push_back({scale, eager, off && can_offload, look, warmup, {}});
+          }
         }
       }
     }
@@ -438,7 +455,8 @@ StatusOr<ListChoice> BestListChoice(const Problem& p, const SearchOptions& opt) 
       [&](int i) {
         const ListOptions& o = grid[i];
         return "warm-up x" + FormatNumber(o.warmup_scale) + (o.eager_w ? ", eager W" : ", lazy W") +
-               (o.offload ? ", offload, look-ahead " + std::to_string(o.reload_lookahead) : "");
+               (o.offload ? ", offload, look-ahead " + std::to_string(o.reload_lookahead) : "") +
+               (o.offload_warmup ? ", in warm-up" : "");
       },
       opt, &chosen);
   if (!s.ok()) return s.status();

@@ -15,6 +15,9 @@
 // ends (the longest-lived first, as PipeOffload prefers), and reloaded just in
 // time: when fewer than `reload_lookahead` backwards of their stage remain
 // before theirs. Copies of devices sharing a host link take turns on it.
+// Reloads, and forwards passed over while ready, are held at the time the
+// scheduler started them (Schedule::release): replayed as soon as possible
+// they would take memory planned for others.
 //
 // Cost: O(N log N) for N ops (heaps per device), no simulation inside.
 //
@@ -42,6 +45,11 @@ struct ListOptions {
   bool offload = true;
   // Reload (s,m) once at most this many backwards of stage s precede B(s,m).
   int reload_lookahead = 1;
+  // Judge whether an activation lives long enough to hide its round trip by
+  // its own way through the later stages and back (at least that long), not
+  // only by the backwards of its stage still ahead of it: offloads already in
+  // the warm-up, where those are few.
+  bool offload_warmup = false;
   // Explicit warm-up depth per stage [S]; when set, warmup_scale is ignored.
   std::vector<int> warmup_depth;
 };

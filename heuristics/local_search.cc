@@ -15,8 +15,8 @@ namespace optpipe {
 namespace {
 
 struct Move {
-  enum Kind { kSwap, kShift, kOffload, kOffloadAdvance, kCopy } kind;
-  int lane, from, to;  // kOffload*: lane = stage, from = micro-batch
+  enum Kind { kSwap, kShift, kOffload, kOffloadAdvance, kCopy, kHold } kind;
+  int lane, from, to;  // kOffload*: lane = stage, from = micro-batch; kHold: from = op index
 };
 
 double Secondary(const SimResult& r) {
@@ -36,6 +36,12 @@ class MoveMaker {
   Move Draw(std::mt19937_64& rng, const Schedule& s) const {
     std::uniform_int_distribution<int> kind(0, 9);
     const int k = kind(rng);
+    if (k == 9 && !s.release.empty()) {  // a few probes for an op with a hold
+      for (int probe = 0; probe < 8; ++probe) {
+        const int i = Uniform(rng, static_cast<int>(s.release.size()));
+        if (s.release[i] > 0) return {Move::kHold, -1, i, 0};
+      }
+    }
     const bool can_offload = p_.offload_allowed();
     if (can_offload && k <= 1) {
       return {k == 0 ? Move::kOffload : Move::kOffloadAdvance, Uniform(rng, p_.stages()),
@@ -83,6 +89,9 @@ class MoveMaker {
         return ToggleOffload(out, cur, m.lane, m.from);
       case Move::kOffloadAdvance:
         return OffloadAdvance(out, cur, m.lane, m.from);
+      case Move::kHold:  // let a held op start as soon as it can
+        out.release[m.from] = 0;
+        return out;
     }
     return std::nullopt;
   }
@@ -225,6 +234,15 @@ StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start,
   if (!first.ok()) return first.status();
   SearchResult res{start, std::move(*first), 0, 1, 0, SearchStop::kNoMove, 0};
   res.start_objective = res.sim.objective;
+  if (!start.release.empty()) {  // holds pin ops the moves would shift: drop them if that costs nothing
+    Schedule free = start;
+    free.release.clear();
+    ++res.evaluations;
+    if (StatusOr<SimResult> r = Simulate(p, free); r.ok() && !Better(res.sim, *r)) {
+      res.schedule = std::move(free);
+      res.sim = std::move(*r);
+    }
+  }
   const double bound = ComputeLowerBound(p).value;
   const MoveMaker moves(p);
   const int batch = std::max(1, opt.batch);

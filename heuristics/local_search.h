@@ -6,7 +6,8 @@
 // shift one op a few places, offload an activation that is kept (O where the
 // link is when F ends, R to land just before B) or keep one that is
 // offloaded, offload one and let the device's next forward in before its B,
-// and move a copy one place on its link. Each round draws a batch of moves from
+// move a copy one place on its link, and drop an op's hold (Schedule::release).
+// Each round draws a batch of moves from
 // a seeded generator, scores them in parallel (TBB) and applies the best
 // strictly better one (ties: lower secondary score — the sum of device spans —
 // then lower batch index). At a local optimum (20 rounds without a better

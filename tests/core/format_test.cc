@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/simulator.h"
@@ -128,6 +129,19 @@ TEST(ScheduleFormat, RoundTripsAndKeepsExtras) {
   StatusOr<Schedule> orders = OrdersOf(*p, *back);
   ASSERT_TRUE(orders.ok());
   EXPECT_EQ(orders->compute, sol->schedule.compute);
+  // A file that starts an op later than it could is replayed as written.
+  auto late = std::find_if(back->ops.begin(), back->ops.end(), [](const TimedOp& o) {
+    return o.op == Op{OpType::kW, 3, 7};
+  });
+  ASSERT_NE(late, back->ops.end());
+  const double last_end = *back->makespan;
+  late->start = last_end, late->end = last_end + 1;
+  orders = OrdersOf(*p, *back);
+  ASSERT_TRUE(orders.ok());
+  StatusOr<SimResult> replay = Simulate(*p, *orders);
+  ASSERT_TRUE(replay.ok()) << replay.status().message();
+  EXPECT_DOUBLE_EQ(replay->start[p->op_space().Index(OpType::kW, 3, 7)], last_end);
+  EXPECT_DOUBLE_EQ(replay->makespan, last_end + 1);
 }
 
 TEST(ScheduleFormat, RejectsMalformedOps) {

@@ -122,7 +122,7 @@ TEST(PytorchCsv, AcceptsWhitespaceQuotesIdleCellsCrlfAndFullBackward) {
       "1F0,1I0,1W0,  ,1F1,1I1,1W1\r\n";
   StatusOr<Schedule> s = FromPytorchCsv(p, csv);
   ASSERT_TRUE(s.ok()) << s.status().message();
-  EXPECT_EQ(ToText(*s), "d0: 0F0 0F1 0B0 0W0 0B1 0W1\nd1: 1F0 1B0 1W0 1F1 1B1 1W1\nl0:\nl1:\n");
+  EXPECT_EQ(ToText(p, *s), "d0: 0F0 0F1 0B0 0W0 0B1 0W1\nd1: 1F0 1B0 1W0 1F1 1B1 1W1\nl0:\nl1:\n");
   EXPECT_TRUE(Simulate(p, *s).ok());
 }
 

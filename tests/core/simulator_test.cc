@@ -36,6 +36,48 @@ TEST(Simulator, OneFOneBUnitCosts) {
   EXPECT_DOUBLE_EQ(r->bubble_ratio, 1.0 - 4 * 24.0 / (4 * 30.0));
 }
 
+// A hold delays its op and what depends on it, never less than the orders do.
+TEST(Simulator, HoldsDelayOpsToTheirReleaseTime) {
+  Problem p = MakeProblem(R"("devices": 2, "microbatches": 1, "split_backward": false,
+      "stage_time": {"f": 1, "b": 1}, "comm_time": 0.5)");
+  const OpSpace sp = p.op_space();
+  StatusOr<SimResult> r = Simulate(p, FromText(p, "d0: 0F0 0B0\nd1: 1F0@3 1B0\n"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->start[sp.Index(OpType::kF, 1, 0)], 3.0);
+  EXPECT_DOUBLE_EQ(r->start[sp.Index(OpType::kB, 0, 0)], 5.5);  // 1B0 ends at 5, + comm
+  EXPECT_DOUBLE_EQ(r->makespan, 6.5);
+  // A hold earlier than the dependencies changes nothing (F(1,0) is ready at 1.5).
+  r = Simulate(p, FromText(p, "d0: 0F0 0B0\nd1: 1F0@1 1B0\n"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ(r->makespan, 5.0);
+  Schedule bad = FromText(p, "d0: 0F0 0B0\nd1: 1F0 1B0\n");
+  bad.release.assign(3, 1.0);
+  EXPECT_EQ(Simulate(p, bad).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Device 0 holds stages 0 and 2 and room for one activation. Replayed as soon
+// as possible, the reload of stage 0 takes that room the moment its offload
+// ends and starves F(2,0), which every backward waits for; held until B(2,0)
+// has freed the room, it runs.
+TEST(Simulator, AHeldReloadLeavesRoomForTheForward) {
+  Problem p = MakeProblem(R"("devices": 2, "microbatches": 1, "stages_per_device": 2,
+      "split_backward": false, "stage_time": {"f": 1, "b": 1}, "comm_time": 0.5,
+      "offload_time": 1, "memory": {"activation": 1, "limit": [1, 2]})");
+  const std::string compute = "d0: 0F0 2F0 2B0 0B0\nd1: 1F0 3F0 3B0 1B0\n";
+  EXPECT_EQ(Simulate(p, FromText(p, compute + "l0: 0O0 0R0\nl1:\n")).status().code(),
+            StatusCode::kInfeasible);
+  StatusOr<SimResult> r = Simulate(p, FromText(p, compute + "l0: 0O0 0R0@8\nl1:\n"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const OpSpace sp = p.op_space();
+  // F0 [0,1], O0 [1,2], F1 [1.5,2.5], F2 [3,4], F3 [4.5,5.5], B3 [5.5,6.5],
+  // B2 [7,8], R0 [8,9], B1 [8.5,9.5], B0 [10,11].
+  EXPECT_DOUBLE_EQ(r->start[sp.Index(OpType::kF, 2, 0)], 3.0);
+  EXPECT_DOUBLE_EQ(r->start[sp.Index(OpType::kR, 0, 0)], 8.0);
+  EXPECT_DOUBLE_EQ(r->start[sp.Index(OpType::kB, 0, 0)], 10.0);
+  EXPECT_DOUBLE_EQ(r->makespan, 11.0);
+  EXPECT_DOUBLE_EQ(r->peak_memory[0], 1.0);
+}
+
 TEST(Simulator, GPipeHoldsEveryActivation) {
   Problem p = UnitProblem(4, 8, true);
   StatusOr<SimResult> r = Simulate(p, *BuildGPipe(p));

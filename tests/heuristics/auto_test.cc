@@ -33,7 +33,7 @@ TEST(LocalSearch, SameSeedOneThreadReproducesExactly) {
   StatusOr<SearchResult> a = LocalSearch(p, start, Budget(600, 1));
   StatusOr<SearchResult> b = LocalSearch(p, start, Budget(600, 1));
   ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(ToText(a->schedule), ToText(b->schedule));
+  EXPECT_EQ(ToText(p, a->schedule), ToText(p, b->schedule));
   EXPECT_EQ(a->evaluations, b->evaluations);
 }
 
@@ -44,7 +44,7 @@ TEST(LocalSearch, ManyThreadsGiveTheOneThreadResult) {
   StatusOr<SearchResult> one = LocalSearch(p, start, Budget(600, 1));
   StatusOr<SearchResult> many = LocalSearch(p, start, Budget(600, 4));
   ASSERT_TRUE(one.ok() && many.ok());
-  EXPECT_EQ(ToText(one->schedule), ToText(many->schedule));
+  EXPECT_EQ(ToText(p, one->schedule), ToText(p, many->schedule));
 }
 
 TEST(LocalSearch, EveryIncumbentIsValidAndBetter) {
@@ -141,7 +141,7 @@ TEST(LocalSearch, ReachesTheBruteForceOptimumOnTinyProblems) {
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_NEAR(r->sim.objective, brute, 1e-9)
         << "trial " << trial << ", " << d << "x" << m << (offload ? " offload" : "") << "\n"
-        << ToText(r->schedule);
+        << ToText(p, r->schedule);
   }
   EXPECT_GE(trials, 8);
 }

@@ -46,7 +46,7 @@ TEST(BestFitting, EqualObjectivesGoToTheLowerPeak) {
   StatusOr<Schedule> s = BestFitting(p, "order", 2, make, Label, {}, &chosen);
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(chosen, 1);
-  EXPECT_EQ(ToText(*s), ToText(make.ofob));
+  EXPECT_EQ(ToText(p, *s), ToText(p, make.ofob));
 }
 
 TEST(BestFitting, OnlyWhatFitsTheLimitCounts) {
