@@ -1,6 +1,8 @@
 #include "core/lower_bound.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <limits>
 
 #include "core/dag.h"
@@ -8,38 +10,73 @@
 namespace optpipe {
 namespace {
 
+// The largest total of `sizes` (each used any number of times) that is at
+// most `cap`: what the activations resident at one instant can add up to.
+// Falls back to `cap` itself (always valid) when the search would be long.
+double MostThatFits(std::vector<double> sizes, double cap) {
+  std::erase_if(sizes, [](double x) { return !(x > 1e-12); });
+  std::sort(sizes.begin(), sizes.end(), std::greater<>());
+  sizes.erase(std::unique(sizes.begin(), sizes.end(),
+                          [](double a, double b) { return std::abs(a - b) <= 1e-12 * a; }),
+              sizes.end());
+  const double tol = 1e-9 * std::max(1.0, cap);
+  if (sizes.empty() || cap <= 0) return std::max(cap, 0.0);
+  double best = 0;
+  long nodes = 0;
+  constexpr long kMaxNodes = 200000;
+  const auto dfs = [&](auto&& self, std::size_t i, double used) -> void {
+    if (++nodes > kMaxNodes || best >= cap - tol) return;
+    best = std::max(best, used);
+    if (i == sizes.size()) return;
+    for (double u = used; u <= cap + tol; u += sizes[i]) self(self, i + 1, u);
+  };
+  dfs(dfs, 0, 0.0);
+  return nodes > kMaxNodes ? cap : std::min(cap, best + tol);
+}
+
 // The memory-time bound (see the header) over the devices `group`, which
 // share one host link: the least T such that the least link time that brings
-// every device's memory-time under C_d T is at most T.
-double MemoryBound(const Problem& p, const std::vector<int>& group) {
+// every device's memory-time under C_d T is at most T. `full_only` counts an
+// activation only while it is whole on the device (F's start to O's end, R's
+// start to B's end): what is resident then adds up to sums of whole
+// activations, often well below the room (two of 1.33 do not fit in 2.13).
+double MemoryBound(const Problem& p, const std::vector<int>& group, bool full_only) {
   const int S = p.stages(), M = p.microbatches;
   struct Item {
     double save, cost;  // memory-time saved and link time spent by one offload
   };
   std::vector<double> keep(p.devices, 0.0);
   std::vector<std::vector<Item>> items(p.devices);
+  std::vector<std::vector<double>> sizes(p.devices);  // amounts one activation can hold
   for (int s = 0; s < S; ++s) {
     const int d = p.stage_device[s];
     if (std::find(group.begin(), group.end(), d) == group.end()) continue;
+    const double a = p.activation[s];
     const double b = Duration(p, Op{OpType::kB, s, 0});
     double life = p.f[s] + b;
     for (int u = s + 1; u < S; ++u) life += p.f[u] + Duration(p, Op{OpType::kB, u, 0});
     for (int u = s; u + 1 < S; ++u) life += 2 * CommTime(p, u);
-    const double after_b = p.split_backward ? (p.activation[s] - p.freed_by_b[s]) * p.w[s] : 0.0;
-    keep[d] += M * (p.activation[s] * life + after_b);
+    const double after_b = p.split_backward ? a - p.freed_by_b[s] : 0.0;
+    keep[d] += M * (a * life + (full_only ? 0.0 : after_b * p.w[s]));
+    sizes[d].push_back(a);
+    if (!full_only) sizes[d].push_back(after_b);
     if (!p.offload_allowed()) continue;
+    if (!full_only) sizes[d].push_back(a - p.offloadable[s]);
     const double t = (*p.offload)[s];
-    const double save = p.offloadable[s] * (life - (p.f[s] + 2 * t + b));
+    const double save = (full_only ? a : p.offloadable[s]) * (life - (p.f[s] + 2 * t + b));
     if (save > 0 && t > 0) items[d].push_back({save, 2 * t});
+  }
+  std::vector<double> room(p.devices, 0.0);
+  for (int d : group) {
+    room[d] = MostThatFits(sizes[d], (*p.memory_limit)[d] - p.static_memory[d]);
   }
   for (auto& v : items) {
     std::sort(v.begin(), v.end(),
               [](const Item& x, const Item& y) { return x.save * y.cost > y.save * x.cost; });
   }
-  // Least link time for device d to fit its memory-time under C_d T; inf if it cannot.
+  // Least link time for device d to fit its memory-time under room_d T; inf if it cannot.
   const auto link_time = [&](int d, double T) {
-    double need = keep[d] - ((*p.memory_limit)[d] - p.static_memory[d]) * T, cost = 0;
-    for (const Item& it : items[d]) {
+    double need = keep[d] - room[d] * T, cost = 0;    for (const Item& it : items[d]) {
       if (need <= 0) break;
       const double take = std::min<double>(M, need / it.save);
       cost += take * it.cost;
@@ -98,7 +135,8 @@ LowerBound ComputeLowerBound(const Problem& p) {
     }
     if (p.memory_limit) {
       for (const std::vector<int>& link : p.host_links) {
-        lb.memory_bound = std::max(lb.memory_bound, MemoryBound(p, link));
+        for (bool full_only : {false, true})
+          lb.memory_bound = std::max(lb.memory_bound, MemoryBound(p, link, full_only));
       }
     }
     lb.value = std::max({lb.device_bound, lb.critical_path, lb.memory_bound});
@@ -122,7 +160,10 @@ LowerBound ComputeLowerBound(const Problem& p) {
       lb.binding_device = d;
     }
     best = std::max(best, span);
-    if (p.memory_limit) lb.memory_bound = std::max(lb.memory_bound, MemoryBound(p, {d}));
+    if (p.memory_limit) {
+      for (bool full_only : {false, true})
+        lb.memory_bound = std::max(lb.memory_bound, MemoryBound(p, {d}, full_only));
+    }
   }
   lb.value = std::max(best, lb.memory_bound);
   return lb;

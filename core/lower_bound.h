@@ -28,6 +28,11 @@
 //    (fractionally, the LP relaxation: a fractional knapsack by saving per
 //    link time) enough to bring their memory-time under C_d T with at most T
 //    of link time; for device_span, each device alone with its own copies.
+//    C_d tightens to the largest sum of resident amounts (a, a - freed_by_b,
+//    a - offloadable, any number of each) within it. The same bound counting
+//    activations only while whole (a for life_s, or for f_s + 2 t_s + b_s
+//    offloaded) uses the largest sum of whole activations within C_d: room
+//    for 1.5 activations holds one, so their lives are then disjoint.
 //
 //   LowerBound lb = ComputeLowerBound(problem);   // lb.value
 #pragma once

@@ -190,12 +190,27 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
   if (should_stop()) return finish(*stopped, core_bound);
 
   // A MILP solution, decoded and re-timed by the simulator; kept if better.
+  // Its orders alone, replayed as soon as possible, may start a reload before
+  // the solution does and take memory it gave a forward: then the copies, or
+  // every op, are held at the solution's times (which replay it exactly).
   const auto consider = [&](const std::vector<double>& values, double milp_objective) {
-    Schedule s = milp::Decode(p, model, values);
-    StatusOr<SimResult> r = simulator.Run(s);
+    Schedule s;
+    StatusOr<SimResult> r = Internal("not decoded");
+    std::string why;  // the first replay's failure
+    for (milp::DecodeHolds holds :
+         {milp::DecodeHolds::kNone, milp::DecodeHolds::kCopies, milp::DecodeHolds::kAll}) {
+      Schedule held = milp::Decode(p, model, values, holds);
+      StatusOr<SimResult> hr = simulator.Run(held);
+      if (!hr.ok() && why.empty()) why = hr.status().message();
+      if (hr.ok() && (!r.ok() || hr->objective < r->objective - tol)) {
+        s = std::move(held);
+        r = std::move(hr);
+      }
+      if (r.ok() && r->objective <= milp_objective + tol) break;
+    }
     if (!r.ok()) {
       log("a solution of objective " + FormatNumber(milp_objective) +
-          " does not simulate: " + r.status().message());
+          " does not simulate: " + why);
       return;
     }
     res.stats.max_retime_excess =

@@ -104,8 +104,11 @@ struct Model {
 Model BuildModel(const Problem& p, const BuildOptions& opt, const Hint& hint);
 
 // Per-lane orders of a solution: ops sorted by start (ties by topological rank),
-// activations with y = 1 on their host link.
-Schedule Decode(const Problem& p, const Model& m, const std::vector<double>& values);
+// activations with y = 1 on their host link. Holds (Schedule::release) at the
+// solution's start times on no op, on the copies, or on every op.
+enum class DecodeHolds { kNone, kCopies, kAll };
+Schedule Decode(const Problem& p, const Model& m, const std::vector<double>& values,
+                DecodeHolds holds = DecodeHolds::kNone);
 
 // The largest step g in {1, 1/2, 1/4, 1/5, 1/10, ...} of which every duration,
 // comm time and head is a multiple (0 if none): every objective then is too,

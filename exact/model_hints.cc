@@ -42,8 +42,11 @@ int Builder::HintOrder(int a, int b) const {
 
 }  // namespace internal
 
-Schedule Decode(const Problem& p, const Model& m, const std::vector<double>& values) {
+Schedule Decode(const Problem& p, const Model& m, const std::vector<double>& values,
+                DecodeHolds holds) {
   Schedule s = Schedule::Empty(p, "milp");
+  const OpSpace sp = p.op_space();
+  if (holds != DecodeHolds::kNone) s.release.assign(sp.size(), 0.0);
   const std::vector<int> link = LinkOfDevice(p);
   double scale = 1.0;
   for (int c : m.start_col) scale = std::max(scale, std::abs(values[c]));
@@ -58,6 +61,8 @@ Schedule Decode(const Problem& p, const Model& m, const std::vector<double>& val
     const double x = std::round(values[m.start_col[i]] / grid) * grid;
     const double end = std::round((values[m.start_col[i]] + Duration(p, op)) / grid) * grid;
     const Key k{x, end, m.topo_rank[i], static_cast<int>(i)};
+    if (holds == DecodeHolds::kAll || (holds == DecodeHolds::kCopies && IsCopy(op.type)))
+      s.release[sp.Index(op)] = std::max(0.0, x);
     const int d = DeviceOf(p, op);
     if (IsCompute(op.type)) {
       compute[d].push_back(k);

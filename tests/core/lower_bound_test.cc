@@ -114,6 +114,29 @@ TEST(LowerBound, MemoryTimeBoundByHand) {
   EXPECT_DOUBLE_EQ(ComputeLowerBound(free).value, 10);
 }
 
+// Room for 1.5 activations holds one whole activation at a time, never 1.5.
+// Fused (B = b + w = 2), a life is F0 F1 B1 B0 = 6 and the lives are
+// disjoint: 4 micro-batches need 24, where the room alone gives 24 / 1.5 = 16.
+// Split, with freed_by_b 0.5, a whole activation and a half one waiting for
+// its W fit together: the whole lives (F0 F1 B1 B0 = 4) alone give 16, the
+// memory-time with the halves (4 x (4 + 0.5)) over the room 1.5 only 12.
+// Brute force on 2 micro-batches: 12 fused (the bound is exact), 9 split (8).
+TEST(LowerBound, WholeActivationsThatDoNotShareTheRoom) {
+  const auto make = [](int m, bool split) {
+    return testing::MakeProblem(
+        "\"devices\": 2, \"microbatches\": " + std::to_string(m) +
+        ", \"split_backward\": " + (split ? "true" : "false") +
+        ", \"stage_time\": {\"f\": 1, \"b\": 1, \"w\": 1}, \"memory\": {\"activation\": [1, 0]," +
+        " \"freed_by_b\": [0.5, 0], \"static\": 0, \"limit\": [1.5, 1]}");
+  };
+  EXPECT_NEAR(ComputeLowerBound(make(4, false)).memory_bound, 24, 1e-6);
+  EXPECT_NEAR(ComputeLowerBound(make(2, false)).value, 12, 1e-6);
+  EXPECT_NEAR(BruteForceOptimum(make(2, false), false), 12, 1e-9);
+  EXPECT_NEAR(ComputeLowerBound(make(4, true)).memory_bound, 16, 1e-6);
+  EXPECT_NEAR(ComputeLowerBound(make(2, true)).value, 8, 1e-6);
+  EXPECT_NEAR(BruteForceOptimum(make(2, true), false), 9, 1e-9);
+}
+
 // Under random tight limits, with and without offload, the memory-time bound
 // never exceeds the brute-force optimum.
 TEST(LowerBound, MemoryBoundNeverAboveTheOptimum) {
