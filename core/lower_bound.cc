@@ -40,7 +40,10 @@ double MostThatFits(std::vector<double> sizes, double cap) {
 // activation only while it is whole on the device (F's start to O's end, R's
 // start to B's end): what is resident then adds up to sums of whole
 // activations, often well below the room (two of 1.33 do not fit in 2.13).
-double MemoryBound(const Problem& p, const std::vector<int>& group, bool full_only) {
+// `edges[d]`: time of the span in which device d can hold no activation (its
+// head before the first F can start, its tail after the last B must end).
+double MemoryBound(const Problem& p, const std::vector<int>& group, bool full_only,
+                   const std::vector<double>& edges) {
   const int S = p.stages(), M = p.microbatches;
   struct Item {
     double save, cost;  // memory-time saved and link time spent by one offload
@@ -76,7 +79,8 @@ double MemoryBound(const Problem& p, const std::vector<int>& group, bool full_on
   }
   // Least link time for device d to fit its memory-time under room_d T; inf if it cannot.
   const auto link_time = [&](int d, double T) {
-    double need = keep[d] - room[d] * T, cost = 0;    for (const Item& it : items[d]) {
+    double need = keep[d] - room[d] * std::max(0.0, T - edges[d]), cost = 0;
+    for (const Item& it : items[d]) {
       if (need <= 0) break;
       const double take = std::min<double>(M, need / it.save);
       cost += take * it.cost;
@@ -134,9 +138,20 @@ LowerBound ComputeLowerBound(const Problem& p) {
       }
     }
     if (p.memory_limit) {
+      // Activations of stage s live from F(s,m) (not before the F chain
+      // below s) to B(s,m), after which W(s,m) and the B chain below s run.
+      std::vector<double> head(D, std::numeric_limits<double>::infinity()), tail = head, edges(D);
+      double chain = 0;
+      for (int s = 0; s < S; ++s) {
+        const int d = p.stage_device[s];
+        head[d] = std::min(head[d], est[dag.VertexOf(Op{OpType::kF, s, 0})]);
+        tail[d] = std::min(tail[d], std::max(p.split_backward ? p.w[s] : 0.0, chain));
+        chain += Duration(p, Op{OpType::kB, s, 0}) + (s + 1 < S ? CommTime(p, s) : 0.0);
+      }
+      for (int d = 0; d < D; ++d) edges[d] = lowest[d] == S ? 0.0 : head[d] + tail[d];
       for (const std::vector<int>& link : p.host_links) {
         for (bool full_only : {false, true})
-          lb.memory_bound = std::max(lb.memory_bound, MemoryBound(p, link, full_only));
+          lb.memory_bound = std::max(lb.memory_bound, MemoryBound(p, link, full_only, edges));
       }
     }
     lb.value = std::max({lb.device_bound, lb.critical_path, lb.memory_bound});
@@ -144,6 +159,7 @@ LowerBound ComputeLowerBound(const Problem& p) {
   }
   // device_span: the longest F(s)..B(s)[..W(s)] round trip of a stage on d.
   double best = 0;
+  const std::vector<double> no_edges(D, 0.0);
   for (int d = 0; d < D; ++d) {
     double span = work[d];
     for (int s = 0; s < S; ++s) {
@@ -162,7 +178,7 @@ LowerBound ComputeLowerBound(const Problem& p) {
     best = std::max(best, span);
     if (p.memory_limit) {
       for (bool full_only : {false, true})
-        lb.memory_bound = std::max(lb.memory_bound, MemoryBound(p, {d}, full_only));
+        lb.memory_bound = std::max(lb.memory_bound, MemoryBound(p, {d}, full_only, no_edges));
     }
   }
   lb.value = std::max(best, lb.memory_bound);

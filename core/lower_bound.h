@@ -32,7 +32,10 @@
 //    a - offloadable, any number of each) within it. The same bound counting
 //    activations only while whole (a for life_s, or for f_s + 2 t_s + b_s
 //    offloaded) uses the largest sum of whole activations within C_d: room
-//    for 1.5 activations holds one, so their lives are then disjoint.
+//    for 1.5 activations holds one, so their lives are then disjoint. For
+//    the makespan, device d holds nothing before its head (the F chain up
+//    to its lowest-F stage) nor after its tail (the least, over its stages,
+//    of max(w_s if split, the B chain below s)): C_d (T - head - tail).
 //
 //   LowerBound lb = ComputeLowerBound(problem);   // lb.value
 #pragma once

@@ -118,9 +118,10 @@ TEST(LowerBound, MemoryTimeBoundByHand) {
 // Fused (B = b + w = 2), a life is F0 F1 B1 B0 = 6 and the lives are
 // disjoint: 4 micro-batches need 24, where the room alone gives 24 / 1.5 = 16.
 // Split, with freed_by_b 0.5, a whole activation and a half one waiting for
-// its W fit together: the whole lives (F0 F1 B1 B0 = 4) alone give 16, the
-// memory-time with the halves (4 x (4 + 0.5)) over the room 1.5 only 12.
-// Brute force on 2 micro-batches: 12 fused (the bound is exact), 9 split (8).
+// its W fit together: the whole lives (F0 F1 B1 B0 = 4) alone need 16, and
+// the last W(0) runs after the last life, 17 (the memory-time with the halves,
+// 4 x (4 + 0.5), over the room 1.5 gives only 12 + 1). Brute force on 2
+// micro-batches: 12 fused and 9 split, both exactly the bound.
 TEST(LowerBound, WholeActivationsThatDoNotShareTheRoom) {
   const auto make = [](int m, bool split) {
     return testing::MakeProblem(
@@ -132,9 +133,18 @@ TEST(LowerBound, WholeActivationsThatDoNotShareTheRoom) {
   EXPECT_NEAR(ComputeLowerBound(make(4, false)).memory_bound, 24, 1e-6);
   EXPECT_NEAR(ComputeLowerBound(make(2, false)).value, 12, 1e-6);
   EXPECT_NEAR(BruteForceOptimum(make(2, false), false), 12, 1e-9);
-  EXPECT_NEAR(ComputeLowerBound(make(4, true)).memory_bound, 16, 1e-6);
-  EXPECT_NEAR(ComputeLowerBound(make(2, true)).value, 8, 1e-6);
+  EXPECT_NEAR(ComputeLowerBound(make(4, true)).memory_bound, 17, 1e-6);
+  EXPECT_NEAR(ComputeLowerBound(make(2, true)).value, 9, 1e-6);
   EXPECT_NEAR(BruteForceOptimum(make(2, true), false), 9, 1e-9);
+  // The activations on stage 1 instead (fused): lives F1 B1 = 3, which start
+  // after F0 = 1 and end before B0 = 2: 1 + 2 x 3 + 2 = 9 on 2 micro-batches.
+  Problem late = make(2, false);
+  late.activation = {0, 1};
+  late.freed_by_b = {0, 1};
+  late.offloadable = {0, 1};
+  late.memory_limit = std::vector<double>{1, 1.5};
+  EXPECT_NEAR(ComputeLowerBound(late).value, 9, 1e-6);
+  EXPECT_NEAR(BruteForceOptimum(late, false), 9, 1e-9);
 }
 
 // Under random tight limits, with and without offload, the memory-time bound
