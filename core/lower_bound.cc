@@ -20,7 +20,8 @@ double MostThatFits(std::vector<double> sizes, double cap) {
                           [](double a, double b) { return std::abs(a - b) <= 1e-12 * a; }),
               sizes.end());
   const double tol = 1e-9 * std::max(1.0, cap);
-  if (sizes.empty() || cap <= 0) return std::max(cap, 0.0);
+  // Tiny sizes fill the room to within themselves: nothing worth a search.
+  if (sizes.empty() || cap <= 0 || sizes.back() < cap / 4096) return std::max(cap, 0.0);
   double best = 0;
   long nodes = 0;
   constexpr long kMaxNodes = 200000;
@@ -28,7 +29,7 @@ double MostThatFits(std::vector<double> sizes, double cap) {
     if (++nodes > kMaxNodes || best >= cap - tol) return;
     best = std::max(best, used);
     if (i == sizes.size()) return;
-    for (double u = used; u <= cap + tol; u += sizes[i]) self(self, i + 1, u);
+    for (double u = used; u <= cap + tol && nodes <= kMaxNodes; u += sizes[i]) self(self, i + 1, u);
   };
   dfs(dfs, 0, 0.0);
   return nodes > kMaxNodes ? cap : std::min(cap, best + tol);
