@@ -74,7 +74,10 @@ class ListScheduler {
     double later = 0;
     std::size_t w = 0;
     for (int k : hold) {  // drop activations that hold nothing any more
-      if (held_[k] <= 1e-12) continue;
+      if (held_[k] <= 1e-12) {
+        listed_[k] = 0;
+        continue;
+      }
       hold[w++] = k;
       if (k % M_ > m0) later += held_[k];
     }
@@ -103,6 +106,7 @@ class ListScheduler {
   std::vector<double> chain_;     // shortest time from F(s,m)'s end to B(s,m)'s start
   std::vector<double> period_;    // one micro-batch of work per device
   std::vector<double> reserve_;   // per stage: room kept for deeper stages on its device
+  std::vector<std::vector<int>> deeper_;  // per stage: the later stages on its device
   std::vector<char> pressure_;    // device cannot hold its warm-up in memory
   std::vector<double> mem_;
   std::vector<int> busy_;               // per lane: running op or -1
@@ -114,6 +118,8 @@ class ListScheduler {
   // hold memory, and offloaded activations not yet reloaded (micro-batch order).
   std::vector<double> held_;
   std::vector<std::vector<int>> holding_;
+  std::vector<char> listed_;     // per activation: in holding_
+  std::vector<char> f_started_;  // per activation
   std::vector<std::vector<int>> awaiting_reload_;
   std::vector<Ready> skipped_;  // scratch for DispatchDevice
   std::size_t total_ = 0, done_ = 0;
@@ -141,6 +147,8 @@ void ListScheduler::Prepare() {
   wait_r_.assign(p_.host_links.size(), {});
   held_.assign(static_cast<std::size_t>(S_) * M_, 0.0);
   holding_.assign(D_, {});
+  listed_.assign(static_cast<std::size_t>(S_) * M_, 0);
+  f_started_.assign(static_cast<std::size_t>(S_) * M_, 0);
   awaiting_reload_.assign(D_, {});
 
   tail_b_.assign(S_, 0.0);
@@ -157,10 +165,12 @@ void ListScheduler::Prepare() {
   for (int s = 0; s < S_; ++s) period_[p_.stage_device[s]] += p_.f[s] + p_.b[s] + p_.w[s];
   cap_ = WarmupDepths(p_, opt_);
   reserve_.assign(S_, 0.0);
+  deeper_.assign(S_, {});
   for (int s = 0; s < S_; ++s) {
     for (int u = s + 1; u < S_; ++u) {
-      if (p_.stage_device[u] == p_.stage_device[s])
-        reserve_[s] = std::max(reserve_[s], p_.activation[u]);
+      if (p_.stage_device[u] != p_.stage_device[s]) continue;
+      reserve_[s] = std::max(reserve_[s], p_.activation[u]);
+      deeper_[s].push_back(u);
     }
   }
   pressure_.assign(D_, 0);
@@ -209,8 +219,11 @@ void ListScheduler::Start(int i, int lane, double t) {
     if (p_.offload) events_.push({t, 1, D_ + link_[d]});  // a reload may now be due
   }
   const int key = op.stage * M_ + op.microbatch;
-  if (op.type == OpType::kF) holding_[d].push_back(key);
-  if (const double a = Allocates(p_, op); a > 0) held_[key] += a;
+  if (op.type == OpType::kF) f_started_[key] = 1;
+  if (const double a = Allocates(p_, op); a > 0) {
+    held_[key] += a;
+    if (!listed_[key]) holding_[d].push_back(key), listed_[key] = 1;
+  }
   if (op.type == OpType::kR) {
     auto& ar = awaiting_reload_[d];
     ar.erase(std::find(ar.begin(), ar.end(), key));
@@ -345,7 +358,13 @@ void ListScheduler::DispatchLink(int l, double t) {
     const Op r = sp_.At(wr[k]);
     const int d = p_.stage_device[r.stage];
     if (r.microbatch - b_started_[r.stage] >= opt_.reload_lookahead) continue;
-    if (!Fits(d, p_.offloadable[r.stage], 0.0)) continue;
+    // B(s,m) also waits for the forwards of m on the device's later stages:
+    // a reload must leave room for the next of them.
+    double reserve = 0;
+    for (int u : deeper_[r.stage]) {
+      if (!f_started_[u * M_ + r.microbatch]) reserve = std::max(reserve, p_.activation[u]);
+    }
+    if (!Fits(d, p_.offloadable[r.stage], reserve)) continue;
     if (best < 0 || r.microbatch < sp_.At(wr[best]).microbatch) best = static_cast<int>(k);
   }
   if (best >= 0) {
