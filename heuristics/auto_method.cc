@@ -3,6 +3,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 
@@ -107,7 +108,7 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
     res.seeds.push_back(
         {seeds[i]->name, s.ok() ? OkStatus() : s.status(), s.ok() ? s->sim.objective : 0.0});
     if (s.ok() && (!best || s->sim.objective < best->sim.objective - 1e-12)) {
-      best = std::move(*s);
+      best = *s;
       res.winner = seeds[i]->name;
     }
   }
@@ -133,6 +134,43 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
   StatusOr<SearchResult> search = LocalSearch(p, best->schedule, rest);
   if (!search.ok()) return search.status();
   res.search = std::move(*search);
+  // A search that ends at a local optimum with time to spare restarts from
+  // the other seeds, best first (multi-start); the best end wins.
+  std::vector<std::size_t> others;
+  for (std::size_t i = 0; i < seeds.size(); ++i) {
+    if (runs[i]->ok() && seeds[i]->name != res.winner) others.push_back(i);
+  }
+  std::stable_sort(others.begin(), others.end(), [&](std::size_t a, std::size_t b) {
+    return (*runs[a])->sim.objective < (*runs[b])->sim.objective;
+  });
+  for (std::size_t i : others) {
+    if (res.search.stop != SearchStop::kNoMove || left() <= 0) break;
+    SearchOptions more = opt;
+    more.time_limit_s = left();
+    if (more.max_evaluations) {
+      more.max_evaluations =
+          std::max<std::int64_t>(0, *opt.max_evaluations - evaluations - res.search.evaluations);
+      if (*more.max_evaluations == 0) break;
+    }
+    const double incumbent = res.search.sim.objective;
+    if (opt.on_improvement) {
+      more.on_improvement = [&](const Schedule& s, const SimResult& r) {
+        if (r.objective < incumbent - 1e-9) opt.on_improvement(s, r);
+      };
+    }
+    StatusOr<SearchResult> again = LocalSearch(p, (*runs[i])->schedule, more);
+    if (!again.ok()) return again.status();
+    ++res.restarts;
+    res.search.evaluations += again->evaluations;
+    res.search.seconds += again->seconds;
+    res.search.stop = again->stop;
+    if (Better(again->sim, res.search.sim)) {
+      if (again->sim.objective < res.search.sim.objective - 1e-9) ++res.search.improvements;
+      res.search.schedule = std::move(again->schedule);
+      res.search.sim = std::move(again->sim);
+      res.restart_winner = seeds[i]->name;
+    }
+  }
   StatusOr<Solution> certified = Certify(p, res.search.schedule, "auto");
   if (!certified.ok()) return certified.status();
   res.solution = std::move(*certified);

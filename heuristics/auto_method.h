@@ -1,6 +1,7 @@
 // RunAuto: the default method. Runs every applicable published schedule and
 // the list scheduler, keeps the best valid one, then improves it with
-// LocalSearch for the rest of the time budget.
+// LocalSearch for the rest of the time budget; a search that ends at a local
+// optimum early restarts from the other seeds, best first.
 //
 //   SearchOptions opt;  opt.time_limit_s = 1;
 //   StatusOr<AutoResult> r = RunAuto(problem, opt);
@@ -26,7 +27,9 @@ struct AutoResult {
   Solution solution;
   std::vector<SeedOutcome> seeds;
   std::string winner;   // the seed the search started from
-  SearchResult search;  // what the search did (its schedule is `solution`)
+  SearchResult search;  // what the searches did together (its schedule is `solution`)
+  int restarts = 0;            // searches from other seeds after the first
+  std::string restart_winner;  // the seed of a restart that beat the first search, if any
 };
 
 // kInfeasible when no method fits the memory limit.

@@ -41,7 +41,12 @@ StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
     std::ostringstream line;
     line << "auto: best seed " << r->winner << ", local search " << sr.start_objective << " -> "
          << sr.sim.objective << " (" << sr.improvements << " improvements, " << sr.evaluations
-         << " evaluations in " << sr.seconds << " s, stopped: " << ToString(sr.stop) << ")";
+         << " evaluations in " << sr.seconds << " s, stopped: " << ToString(sr.stop);
+    if (r->restarts > 0) {
+      line << "; " << r->restarts << " restarts from other seeds"
+           << (r->restart_winner.empty() ? "" : ", best from " + r->restart_winner);
+    }
+    line << ")";
     log(line.str());
   }
   return std::move(r->solution);

@@ -104,6 +104,41 @@ TEST(Auto, NeverWorseThanAnySeed) {
   }
 }
 
+// A search that ends at a local optimum restarts from the other seeds; the
+// result is the best end, never worse than the first search alone, and the
+// same on every run.
+TEST(Auto, RestartsFromTheOtherSeedsAtALocalOptimum) {
+  int restarted = 0;
+  for (std::uint32_t seed : {41u, 42u, 43u}) {
+    std::mt19937 rng(seed);
+    Problem p = testing::RandomProblem(rng, 2, 3, 1, true, true);
+    p.memory_limit.emplace();
+    for (int d = 0; d < p.devices; ++d)
+      p.memory_limit->push_back(p.static_memory[d] + 1.5 * p.activation[d]);
+    StatusOr<AutoResult> r = RunAuto(p, Budget(2'000'000, 1));
+    if (!r.ok()) continue;  // nothing fits this limit
+    const StatusOr<AutoResult> again = RunAuto(p, Budget(2'000'000, 1));
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(ToText(p, r->solution.schedule), ToText(p, again->solution.schedule));
+    if (r->search.stop == SearchStop::kBound) continue;
+    EXPECT_EQ(r->search.stop, SearchStop::kNoMove);
+    int others = 0;
+    for (const SeedOutcome& o : r->seeds) others += o.status.ok() && o.method != r->winner;
+    EXPECT_EQ(r->restarts, others);  // every other seed was searched too
+    restarted += r->restarts > 0;
+    const Schedule first_seed = [&] {
+      for (const MethodInfo& m : Methods()) {
+        if (m.name == r->winner) return RunMethod(p, m.name, Budget(2'000'000, 1))->schedule;
+      }
+      return Schedule{};
+    }();
+    StatusOr<SearchResult> alone = LocalSearch(p, first_seed, Budget(2'000'000, 1));
+    ASSERT_TRUE(alone.ok());
+    EXPECT_LE(r->solution.sim.objective, alone->sim.objective + 1e-9);
+  }
+  EXPECT_GE(restarted, 1);
+}
+
 TEST(Auto, InfeasibleWhenNothingFits) {
   Problem p = testing::UnitProblem(2, 4, true);
   p.memory_limit = std::vector<double>{0.5, 0.5};  // not even one activation
