@@ -127,40 +127,52 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
     best = std::move(*tuned);
     res.winner = "list (tuned warm-up)";
   }
-  SearchOptions rest = opt;
-  rest.time_limit_s = left();
-  if (rest.max_evaluations)
-    rest.max_evaluations = std::max<std::int64_t>(0, *rest.max_evaluations - evaluations);
-  StatusOr<SearchResult> search = LocalSearch(p, best->schedule, rest);
-  if (!search.ok()) return search.status();
-  res.search = std::move(*search);
-  // A search that ends at a local optimum with time to spare restarts from
-  // the other seeds, best first (multi-start); the best end wins.
+  // Multi-start: other seeds within kRestartWithin of the best, each a
+  // different schedule, get searches too; the best end wins. The first search
+  // gets half of what is left when there are such seeds, each restart an equal
+  // share of the rest (time left over by one that ends early goes on to the next).
+  constexpr double kRestartWithin = 1.25;
   std::vector<std::size_t> others;
   for (std::size_t i = 0; i < seeds.size(); ++i) {
-    if (runs[i]->ok() && seeds[i]->name != res.winner) others.push_back(i);
+    if (!runs[i]->ok() || (*runs[i])->sim.objective > kRestartWithin * best->sim.objective)
+      continue;
+    const Schedule& si = (*runs[i])->schedule;
+    const auto same = [&](const Schedule& o) { return o.compute == si.compute && o.copy == si.copy; };
+    if (same(best->schedule)) continue;
+    if (std::any_of(others.begin(), others.end(), [&](std::size_t j) { return same((*runs[j])->schedule); }))
+      continue;
+    others.push_back(i);
   }
   std::stable_sort(others.begin(), others.end(), [&](std::size_t a, std::size_t b) {
     return (*runs[a])->sim.objective < (*runs[b])->sim.objective;
   });
-  for (std::size_t i : others) {
-    if (res.search.stop != SearchStop::kNoMove || left() <= 0) break;
-    SearchOptions more = opt;
-    more.time_limit_s = left();
-    if (more.max_evaluations) {
-      more.max_evaluations =
-          std::max<std::int64_t>(0, *opt.max_evaluations - evaluations - res.search.evaluations);
-      if (*more.max_evaluations == 0) break;
-    }
+  std::int64_t spent = evaluations;
+  const auto share = [&](int parts) {
+    SearchOptions o = opt;
+    o.time_limit_s = std::max(0.0, left()) / parts;
+    if (o.max_evaluations) o.max_evaluations = std::max<std::int64_t>(0, *opt.max_evaluations - spent) / parts;
+    return o;
+  };
+  StatusOr<SearchResult> search = LocalSearch(p, best->schedule, share(others.empty() ? 1 : 2));
+  if (!search.ok()) return search.status();
+  res.search = std::move(*search);
+  spent += res.search.evaluations;
+  for (std::size_t k = 0; k < others.size(); ++k) {
+    if (res.search.stop == SearchStop::kBound || res.search.stop == SearchStop::kInterrupted)
+      break;
+    SearchOptions more = share(static_cast<int>(others.size() - k));
+    if (more.time_limit_s <= 0 || (more.max_evaluations && *more.max_evaluations == 0)) break;
     const double incumbent = res.search.sim.objective;
     if (opt.on_improvement) {
       more.on_improvement = [&](const Schedule& s, const SimResult& r) {
         if (r.objective < incumbent - 1e-9) opt.on_improvement(s, r);
       };
     }
+    const std::size_t i = others[k];
     StatusOr<SearchResult> again = LocalSearch(p, (*runs[i])->schedule, more);
     if (!again.ok()) return again.status();
     ++res.restarts;
+    spent += again->evaluations;
     res.search.evaluations += again->evaluations;
     res.search.seconds += again->seconds;
     res.search.stop = again->stop;

@@ -104,39 +104,34 @@ TEST(Auto, NeverWorseThanAnySeed) {
   }
 }
 
-// A search that ends at a local optimum restarts from the other seeds; the
-// result is the best end, never worse than the first search alone, and the
-// same on every run.
-TEST(Auto, RestartsFromTheOtherSeedsAtALocalOptimum) {
+// Seeds close to the best get searches of their own (multi-start): the result
+// is never worse than any seed, valid, and the same on every run.
+TEST(Auto, RestartsFromTheOtherSeeds) {
   int restarted = 0;
   for (std::uint32_t seed : {41u, 42u, 43u}) {
     std::mt19937 rng(seed);
-    Problem p = testing::RandomProblem(rng, 2, 3, 1, true, true);
+    Problem p = testing::RandomProblem(rng, 3, 6, 1, true, true);
     p.memory_limit.emplace();
     for (int d = 0; d < p.devices; ++d)
-      p.memory_limit->push_back(p.static_memory[d] + 1.5 * p.activation[d]);
-    StatusOr<AutoResult> r = RunAuto(p, Budget(2'000'000, 1));
+      p.memory_limit->push_back(p.static_memory[d] + 2.5 * p.activation[d]);
+    StatusOr<AutoResult> r = RunAuto(p, Budget(20'000, 1));
     if (!r.ok()) continue;  // nothing fits this limit
-    const StatusOr<AutoResult> again = RunAuto(p, Budget(2'000'000, 1));
+    const StatusOr<AutoResult> again = RunAuto(p, Budget(20'000, 1));
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(ToText(p, r->solution.schedule), ToText(p, again->solution.schedule));
-    if (r->search.stop == SearchStop::kBound) continue;
-    EXPECT_EQ(r->search.stop, SearchStop::kNoMove);
-    int others = 0;
-    for (const SeedOutcome& o : r->seeds) others += o.status.ok() && o.method != r->winner;
-    EXPECT_EQ(r->restarts, others);  // every other seed was searched too
+    EXPECT_EQ(r->restarts, again->restarts);
+    int ok_seeds = 0;
+    for (const SeedOutcome& o : r->seeds) {
+      if (!o.status.ok()) continue;
+      ++ok_seeds;
+      EXPECT_LE(r->solution.sim.objective, o.objective + 1e-9) << o.method;
+    }
+    EXPECT_LE(r->restarts, ok_seeds - 1);
     restarted += r->restarts > 0;
-    const Schedule first_seed = [&] {
-      for (const MethodInfo& m : Methods()) {
-        if (m.name == r->winner) return RunMethod(p, m.name, Budget(2'000'000, 1))->schedule;
-      }
-      return Schedule{};
-    }();
-    StatusOr<SearchResult> alone = LocalSearch(p, first_seed, Budget(2'000'000, 1));
-    ASSERT_TRUE(alone.ok());
-    EXPECT_LE(r->solution.sim.objective, alone->sim.objective + 1e-9);
+    const CheckReport rep = CheckSchedule(p, ToTimed(p, r->solution.schedule, r->solution.sim));
+    EXPECT_TRUE(rep.valid());
   }
-  EXPECT_GE(restarted, 1);
+  EXPECT_EQ(restarted, 3);
 }
 
 TEST(Auto, InfeasibleWhenNothingFits) {
