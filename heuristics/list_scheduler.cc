@@ -82,8 +82,18 @@ class ListScheduler {
       if (k % M_ > m0) later += held_[k];
     }
     hold.resize(w);
-    return p_.static_memory[d] + later + p_.activation[f.stage] + p_.offloadable[k0 / M_] <=
+    // A forward that goes to the host as it ends holds only what stays behind
+    // by the time the reload needs the room (its offload does not wait for memory).
+    const double own = WillOffload(f.stage) ? p_.activation[f.stage] - p_.offloadable[f.stage]
+                                            : p_.activation[f.stage];
+    return p_.static_memory[d] + later + own + p_.offloadable[k0 / M_] <=
            (*limit_)[d] + 1e-9 * std::max(1.0, (*limit_)[d]);
+  }
+
+  // Offloaded as its F ends whatever the backwards ahead of it (the warm-up rule).
+  bool WillOffload(int s) const {
+    return opt_.offload && opt_.offload_warmup && p_.offload && pressure_[p_.stage_device[s]] &&
+           s + 1 < S_ && chain_[s] >= 2 * (*p_.offload)[s];
   }
 
   const Problem& p_;
