@@ -157,10 +157,15 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
   if (!search.ok()) return search.status();
   res.search = std::move(*search);
   spent += res.search.evaluations;
-  for (std::size_t k = 0; k < others.size(); ++k) {
+  // Then, while time is left after searches that all ended at a local
+  // optimum, the incumbent is searched again with other random draws.
+  constexpr int kMaxReseeds = 64;
+  for (std::size_t k = 0; k < others.size() + kMaxReseeds; ++k) {
     if (res.search.stop == SearchStop::kBound || res.search.stop == SearchStop::kInterrupted)
       break;
-    SearchOptions more = share(static_cast<int>(others.size() - k));
+    const bool restart = k < others.size();
+    if (!restart && res.search.stop != SearchStop::kNoMove) break;
+    SearchOptions more = share(restart ? static_cast<int>(others.size() - k) : 1);
     if (more.time_limit_s <= 0 || (more.max_evaluations && *more.max_evaluations == 0)) break;
     const double incumbent = res.search.sim.objective;
     if (opt.on_improvement) {
@@ -168,10 +173,12 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
         if (r.objective < incumbent - 1e-9) opt.on_improvement(s, r);
       };
     }
-    const std::size_t i = others[k];
-    StatusOr<SearchResult> again = LocalSearch(p, (*runs[i])->schedule, more);
+    const std::size_t i = restart ? others[k] : 0;
+    if (!restart) more.seed = opt.seed + k - others.size() + 1;
+    StatusOr<SearchResult> again =
+        LocalSearch(p, restart ? (*runs[i])->schedule : res.search.schedule, more);
     if (!again.ok()) return again.status();
-    ++res.restarts;
+    (restart ? res.restarts : res.reseeds) += 1;
     spent += again->evaluations;
     res.search.evaluations += again->evaluations;
     res.search.seconds += again->seconds;
@@ -180,7 +187,7 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
       if (again->sim.objective < res.search.sim.objective - 1e-9) ++res.search.improvements;
       res.search.schedule = std::move(again->schedule);
       res.search.sim = std::move(again->sim);
-      res.restart_winner = seeds[i]->name;
+      if (restart) res.restart_winner = seeds[i]->name;
     }
   }
   StatusOr<Solution> certified = Certify(p, res.search.schedule, "auto");

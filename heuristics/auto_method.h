@@ -1,7 +1,8 @@
 // RunAuto: the default method. Runs every applicable published schedule and
 // the list scheduler, keeps the best valid one, then improves it with
-// LocalSearch for the rest of the time budget; a search that ends at a local
-// optimum early restarts from the other seeds, best first.
+// LocalSearch for the rest of the time budget: from the best seed for half of
+// it, then from the other seeds within 25% of the best, then (when every
+// search ended at a local optimum early) from the incumbent with other draws.
 //
 //   SearchOptions opt;  opt.time_limit_s = 1;
 //   StatusOr<AutoResult> r = RunAuto(problem, opt);
@@ -29,6 +30,7 @@ struct AutoResult {
   std::string winner;   // the seed the search started from
   SearchResult search;  // what the searches did together (its schedule is `solution`)
   int restarts = 0;            // searches from other seeds after the first
+  int reseeds = 0;             // searches of the incumbent with other draws, when time was left
   std::string restart_winner;  // the seed of a restart that beat the first search, if any
 };
 

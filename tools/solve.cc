@@ -46,6 +46,7 @@ StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
       line << "; " << r->restarts << " restarts from other seeds"
            << (r->restart_winner.empty() ? "" : ", best from " + r->restart_winner);
     }
+    if (r->reseeds > 0) line << "; " << r->reseeds << " more searches with other draws";
     line << ")";
     log(line.str());
   }
