@@ -120,6 +120,7 @@ TEST(Auto, RestartsFromTheOtherSeeds) {
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(ToText(p, r->solution.schedule), ToText(p, again->solution.schedule));
     EXPECT_EQ(r->restarts, again->restarts);
+    EXPECT_EQ(r->reseeds, again->reseeds);
     int ok_seeds = 0;
     for (const SeedOutcome& o : r->seeds) {
       if (!o.status.ok()) continue;
@@ -132,6 +133,24 @@ TEST(Auto, RestartsFromTheOtherSeeds) {
     EXPECT_TRUE(rep.valid());
   }
   EXPECT_EQ(restarted, 3);
+}
+
+// With a budget no search can use up on a tiny problem, every search ends at a
+// local optimum and the incumbent is searched again with other draws.
+TEST(Auto, SearchesAgainWithOtherDrawsWhenBudgetIsLeft) {
+  std::mt19937 rng(47);
+  Problem p = testing::RandomProblem(rng, 2, 3, 1, true, true);
+  p.memory_limit.emplace();
+  for (int d = 0; d < p.devices; ++d)
+    p.memory_limit->push_back(p.static_memory[d] + 1.5 * p.activation[d]);
+  StatusOr<AutoResult> r = RunAuto(p, Budget(400'000, 1));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  if (r->search.stop == SearchStop::kBound) GTEST_SKIP() << "the seed meets the bound";
+  EXPECT_GT(r->reseeds, 0);
+  const StatusOr<AutoResult> again = RunAuto(p, Budget(400'000, 1));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(ToText(p, r->solution.schedule), ToText(p, again->solution.schedule));
+  EXPECT_EQ(r->reseeds, again->reseeds);
 }
 
 TEST(Auto, InfeasibleWhenNothingFits) {
