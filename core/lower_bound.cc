@@ -35,53 +35,200 @@ double MostThatFits(std::vector<double> sizes, double cap) {
   return nodes > kMaxNodes ? cap : std::min(cap, best + tol);
 }
 
+// How much one unit of time of an activation of a stage counts against its
+// device's room of 1, while whole, after its B (waiting for W) and offloaded
+// (what stays behind). Valid when any amounts that can be resident on the
+// device together weigh at most 1 in total.
+struct PhaseWeights {
+  double whole = 0, after_b = 0, offloaded = 0;
+};
+
+// The three amounts an activation of stage s can hold, and how long each is
+// held at the least when kept and when offloaded (per micro-batch).
+struct Phases {
+  double whole, after_b, offloaded;  // amounts
+  double life;                       // F's start to B's end, kept
+  double trip;                       // whole while offloaded: f + 2 t + b
+  double w;                          // after B until W ends
+};
+
+Phases PhasesOf(const Problem& p, int s) {
+  const int S = p.stages();
+  const double a = p.activation[s];
+  const double b = Duration(p, Op{OpType::kB, s, 0});
+  double life = p.f[s] + b;
+  for (int u = s + 1; u < S; ++u) life += p.f[u] + Duration(p, Op{OpType::kB, u, 0});
+  for (int u = s; u + 1 < S; ++u) life += 2 * CommTime(p, u);
+  const bool off = p.offload_allowed();
+  return {a,
+          p.split_backward ? a - p.freed_by_b[s] : 0.0,
+          off ? a - p.offloadable[s] : 0.0,
+          life,
+          off ? p.f[s] + 2 * (*p.offload)[s] + b : life,
+          p.split_backward ? p.w[s] : 0.0};
+}
+
+// max c.x subject to A x <= 1 and x >= 0 (A >= 0, every column used by some
+// row): the simplex method on a dense tableau, Bland's rule. Empty if it fails.
+std::vector<double> MaximizeUnderOnes(const std::vector<std::vector<double>>& A,
+                                      const std::vector<double>& c) {
+  const int m = static_cast<int>(A.size()), n = static_cast<int>(c.size()), rhs = n + m;
+  std::vector<std::vector<double>> t(m, std::vector<double>(n + m + 1, 0.0));
+  std::vector<double> z(n + m + 1, 0.0);
+  std::vector<int> basis(m);
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) t[i][j] = A[i][j];
+    t[i][n + i] = 1;
+    t[i][rhs] = 1;
+    basis[i] = n + i;
+  }
+  for (int j = 0; j < n; ++j) z[j] = -c[j];
+  for (int iter = 0; iter < 50 * (n + m); ++iter) {
+    int e = -1;
+    for (int j = 0; j < n + m && e < 0; ++j) {
+      if (z[j] < -1e-12) e = j;
+    }
+    if (e < 0) {
+      std::vector<double> x(n, 0.0);
+      for (int i = 0; i < m; ++i) {
+        if (basis[i] < n) x[basis[i]] = t[i][rhs];
+      }
+      return x;
+    }
+    int l = -1;
+    for (int i = 0; i < m; ++i) {
+      if (t[i][e] <= 1e-12) continue;
+      if (l < 0) {
+        l = i;
+        continue;
+      }
+      const double r = t[i][rhs] / t[i][e], best = t[l][rhs] / t[l][e];
+      if (r < best - 1e-15 || (r <= best + 1e-15 && basis[i] < basis[l])) l = i;
+    }
+    if (l < 0) return {};  // unbounded
+    const double piv = t[l][e];
+    for (double& v : t[l]) v /= piv;
+    const auto eliminate = [&](std::vector<double>& row) {
+      const double f = row[e];
+      if (f == 0) return;
+      for (int j = 0; j <= rhs; ++j) row[j] -= f * t[l][j];
+    };
+    for (int i = 0; i < m; ++i) {
+      if (i != l) eliminate(t[i]);
+    }
+    eliminate(z);
+    basis[l] = e;
+  }
+  return {};
+}
+
+// Weights for device d (stages `own`) that maximise what its activations
+// weigh when all are kept (`offload` false) or all offloaded: a small LP over
+// the distinct amounts, one row per most that fits together within `room`.
+// Empty when there are too many such combinations to list.
+std::vector<PhaseWeights> BestWeights(const Problem& p, const std::vector<int>& own, double room,
+                                      bool offload) {
+  std::vector<double> amounts;  // distinct, largest first
+  const auto index = [&](double x) {
+    for (std::size_t j = 0; j < amounts.size(); ++j) {
+      if (std::abs(amounts[j] - x) <= 1e-12 * std::max(1.0, x)) return static_cast<int>(j);
+    }
+    return -1;
+  };
+  std::vector<Phases> ph;
+  for (int s : own) {
+    ph.push_back(PhasesOf(p, s));
+    for (double x : {ph.back().whole, ph.back().after_b, ph.back().offloaded}) {
+      if (x > 1e-12 && index(x) < 0) amounts.push_back(x);
+    }
+  }
+  std::sort(amounts.begin(), amounts.end(), std::greater<>());
+  const double tol = 1e-9 * std::max(1.0, room);
+  if (amounts.empty() || amounts.front() > room + tol) return {};
+  std::vector<std::vector<double>> rows;
+  std::vector<double> count(amounts.size(), 0.0);
+  long nodes = 0;
+  constexpr long kMaxNodes = 100000;
+  constexpr std::size_t kMaxRows = 300;
+  const auto list = [&](auto&& self, std::size_t j, double used) -> bool {
+    if (++nodes > kMaxNodes || rows.size() > kMaxRows) return false;
+    if (j == amounts.size()) {
+      if (used + amounts.back() > room + tol) rows.push_back(count);  // nothing more fits
+      return true;
+    }
+    for (int k = static_cast<int>((room + tol - used) / amounts[j]); k >= 0; --k) {
+      count[j] = k;
+      if (!self(self, j + 1, used + k * amounts[j])) return false;
+    }
+    count[j] = 0;
+    return true;
+  };
+  if (!list(list, 0, 0.0) || rows.size() > kMaxRows) return {};
+  std::vector<double> c(amounts.size(), 0.0);
+  for (const Phases& h : ph) {
+    const double whole = offload ? std::min(h.trip, h.life) : h.life;
+    if (h.whole > 1e-12) c[index(h.whole)] += whole;
+    if (h.after_b > 1e-12) c[index(h.after_b)] += h.w;
+    if (offload && h.offloaded > 1e-12) c[index(h.offloaded)] += h.life - whole;
+  }
+  std::vector<double> w = MaximizeUnderOnes(rows, c);
+  if (w.empty()) return {};
+  double worst = 0;  // make every row hold exactly, whatever the rounding
+  for (const auto& r : rows) {
+    double sum = 0;
+    for (std::size_t j = 0; j < r.size(); ++j) sum += r[j] * std::max(0.0, w[j]);
+    worst = std::max(worst, sum);
+  }
+  const double scale = 1 / (std::max(worst, 1.0) * (1 + 1e-12));
+  std::vector<PhaseWeights> out;
+  for (const Phases& h : ph) {
+    const auto weight = [&](double x) {
+      return x > 1e-12 ? std::max(0.0, w[index(x)]) * scale : 0.0;
+    };
+    out.push_back({weight(h.whole), weight(h.after_b), weight(h.offloaded)});
+  }
+  return out;
+}
+
 // The memory-time bound (see the header) over the devices `group`, which
-// share one host link: the least T such that the least link time that brings
-// every device's memory-time under C_d T is at most T. `full_only` counts an
-// activation only while it is whole on the device (F's start to O's end, R's
-// start to B's end): what is resident then adds up to sums of whole
-// activations, often well below the room (two of 1.33 do not fit in 2.13).
-// `edges[d]`: time of the span in which device d can hold no activation (its
-// head before the first F can start, its tail after the last B must end).
-double MemoryBound(const Problem& p, const std::vector<int>& group, bool full_only,
-                   const std::vector<double>& edges) {
+// share one host link, with weights[s] for each stage's phases: the least T
+// such that the least link time that brings every device's weighted
+// memory-time under T - edges_d is at most T. edges_d: time of the span in
+// which device d holds nothing counted: head[d] before its first F can start,
+// and, when only whole activations count, tail[d] after its last B has ended
+// (an activation waiting for its W may be what is left at the very end).
+double MemoryBound(const Problem& p, const std::vector<int>& group,
+                   const std::vector<PhaseWeights>& weights, const std::vector<double>& head,
+                   const std::vector<double>& tail) {
   const int S = p.stages(), M = p.microbatches;
+  std::vector<double> edges = head;
+  for (int d = 0; d < p.devices; ++d) {
+    bool after_b = false;
+    for (int s = 0; s < S; ++s) after_b |= p.stage_device[s] == d && weights[s].after_b > 0;
+    if (!after_b) edges[d] += tail[d];
+  }
   struct Item {
-    double save, cost;  // memory-time saved and link time spent by one offload
+    double save, cost;  // weighted memory-time saved and link time spent by one offload
   };
   std::vector<double> keep(p.devices, 0.0);
   std::vector<std::vector<Item>> items(p.devices);
-  std::vector<std::vector<double>> sizes(p.devices);  // amounts one activation can hold
   for (int s = 0; s < S; ++s) {
     const int d = p.stage_device[s];
     if (std::find(group.begin(), group.end(), d) == group.end()) continue;
-    const double a = p.activation[s];
-    const double b = Duration(p, Op{OpType::kB, s, 0});
-    double life = p.f[s] + b;
-    for (int u = s + 1; u < S; ++u) life += p.f[u] + Duration(p, Op{OpType::kB, u, 0});
-    for (int u = s; u + 1 < S; ++u) life += 2 * CommTime(p, u);
-    const double after_b = p.split_backward ? a - p.freed_by_b[s] : 0.0;
-    keep[d] += M * (a * life + (full_only ? 0.0 : after_b * p.w[s]));
-    sizes[d].push_back(a);
-    if (!full_only) sizes[d].push_back(after_b);
+    const Phases h = PhasesOf(p, s);
+    const PhaseWeights& w = weights[s];
+    keep[d] += M * (w.whole * h.life + w.after_b * h.w);
     if (!p.offload_allowed()) continue;
-    if (!full_only) sizes[d].push_back(a - p.offloadable[s]);
-    const double t = (*p.offload)[s];
-    const double save = (full_only ? a : p.offloadable[s]) * (life - (p.f[s] + 2 * t + b));
-    if (save > 0 && t > 0) items[d].push_back({save, 2 * t});
-  }
-  std::vector<double> room(p.devices, 0.0);
-  for (int d : group) {
-    room[d] = MostThatFits(sizes[d], (*p.memory_limit)[d] - p.static_memory[d]);
+    const double save = (w.whole - w.offloaded) * (h.life - h.trip);
+    if (save > 0 && (*p.offload)[s] > 0) items[d].push_back({save, 2 * (*p.offload)[s]});
   }
   for (auto& v : items) {
     std::sort(v.begin(), v.end(),
               [](const Item& x, const Item& y) { return x.save * y.cost > y.save * x.cost; });
   }
-  // Least link time for device d to fit its memory-time under room_d T; inf if it cannot.
+  // Least link time for device d to fit its memory-time under T - edges; inf if it cannot.
   const auto link_time = [&](int d, double T) {
-    double need = keep[d] - room[d] * std::max(0.0, T - edges[d]), cost = 0;
-    for (const Item& it : items[d]) {
+    double need = keep[d] - std::max(0.0, T - edges[d]), cost = 0;    for (const Item& it : items[d]) {
       if (need <= 0) break;
       const double take = std::min<double>(M, need / it.save);
       cost += take * it.cost;
@@ -103,6 +250,39 @@ double MemoryBound(const Problem& p, const std::vector<int>& group, bool full_on
     (fits(mid) ? hi : lo) = mid;
   }
   return lo;  // fits(T) fails below lo: a valid (never too large) bound
+}
+
+// The weightings the memory bound tries, each [S]: amounts over the most
+// they can fill of the room; whole activations only, over the most of those
+// that fit; and the LP's best for all kept and for all offloaded (falling back
+// to the first on a device with too many combinations).
+std::vector<std::vector<PhaseWeights>> Weightings(const Problem& p) {
+  const int S = p.stages();
+  std::vector<std::vector<PhaseWeights>> out(4, std::vector<PhaseWeights>(S));
+  for (int d = 0; d < p.devices; ++d) {
+    std::vector<int> own;
+    std::vector<double> all, whole;
+    for (int s = 0; s < S; ++s) {
+      if (p.stage_device[s] != d) continue;
+      own.push_back(s);
+      const Phases h = PhasesOf(p, s);
+      all.insert(all.end(), {h.whole, h.after_b, h.offloaded});
+      whole.push_back(h.whole);
+    }
+    const double room = (*p.memory_limit)[d] - p.static_memory[d];
+    const double fill = MostThatFits(all, room), fill_whole = MostThatFits(whole, room);
+    if (own.empty() || fill <= 0 || fill_whole <= 0) continue;  // no activation fits: no bound here
+    for (int s : own) {
+      const Phases h = PhasesOf(p, s);
+      out[0][s] = {h.whole / fill, h.after_b / fill, h.offloaded / fill};
+      out[1][s] = {h.whole / fill_whole, 0.0, 0.0};
+    }
+    for (int k : {2, 3}) {
+      const std::vector<PhaseWeights> w = BestWeights(p, own, room, k == 3);
+      for (std::size_t i = 0; i < own.size(); ++i) out[k][own[i]] = w.empty() ? out[0][own[i]] : w[i];
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -141,7 +321,7 @@ LowerBound ComputeLowerBound(const Problem& p) {
     if (p.memory_limit) {
       // Activations of stage s live from F(s,m) (not before the F chain
       // below s) to B(s,m), after which W(s,m) and the B chain below s run.
-      std::vector<double> head(D, std::numeric_limits<double>::infinity()), tail = head, edges(D);
+      std::vector<double> head(D, std::numeric_limits<double>::infinity()), tail = head;
       double chain = 0;
       for (int s = 0; s < S; ++s) {
         const int d = p.stage_device[s];
@@ -149,10 +329,13 @@ LowerBound ComputeLowerBound(const Problem& p) {
         tail[d] = std::min(tail[d], std::max(p.split_backward ? p.w[s] : 0.0, chain));
         chain += Duration(p, Op{OpType::kB, s, 0}) + (s + 1 < S ? CommTime(p, s) : 0.0);
       }
-      for (int d = 0; d < D; ++d) edges[d] = lowest[d] == S ? 0.0 : head[d] + tail[d];
+      for (int d = 0; d < D; ++d) {
+        if (lowest[d] == S) head[d] = tail[d] = 0;
+      }
+      const auto weightings = Weightings(p);
       for (const std::vector<int>& link : p.host_links) {
-        for (bool full_only : {false, true})
-          lb.memory_bound = std::max(lb.memory_bound, MemoryBound(p, link, full_only, edges));
+        for (const std::vector<PhaseWeights>& w : weightings)
+          lb.memory_bound = std::max(lb.memory_bound, MemoryBound(p, link, w, head, tail));
       }
     }
     lb.value = std::max({lb.device_bound, lb.critical_path, lb.memory_bound});
@@ -161,6 +344,7 @@ LowerBound ComputeLowerBound(const Problem& p) {
   // device_span: the longest F(s)..B(s)[..W(s)] round trip of a stage on d.
   double best = 0;
   const std::vector<double> no_edges(D, 0.0);
+  const auto weightings = p.memory_limit ? Weightings(p) : std::vector<std::vector<PhaseWeights>>{};
   for (int d = 0; d < D; ++d) {
     double span = work[d];
     for (int s = 0; s < S; ++s) {
@@ -178,8 +362,8 @@ LowerBound ComputeLowerBound(const Problem& p) {
     }
     best = std::max(best, span);
     if (p.memory_limit) {
-      for (bool full_only : {false, true})
-        lb.memory_bound = std::max(lb.memory_bound, MemoryBound(p, {d}, full_only, no_edges));
+      for (const std::vector<PhaseWeights>& w : weightings)
+        lb.memory_bound = std::max(lb.memory_bound, MemoryBound(p, {d}, w, no_edges, no_edges));
     }
   }
   lb.value = std::max(best, lb.memory_bound);

@@ -28,14 +28,17 @@
 //    (fractionally, the LP relaxation: a fractional knapsack by saving per
 //    link time) enough to bring their memory-time under C_d T with at most T
 //    of link time; for device_span, each device alone with its own copies.
-//    C_d tightens to the largest sum of resident amounts (a, a - freed_by_b,
-//    a - offloadable, any number of each) within it. The same bound counting
-//    activations only while whole (a for life_s, or for f_s + 2 t_s + b_s
-//    offloaded) uses the largest sum of whole activations within C_d: room
-//    for 1.5 activations holds one, so their lives are then disjoint. For
-//    the makespan, device d holds nothing before its head (the F chain up
-//    to its lowest-F stage) nor after its tail (the least, over its stages,
-//    of max(w_s if split, the B chain below s)): C_d (T - head - tail).
+//    Weighted: an activation counts w(x) per unit of time while it holds
+//    amount x (whole a, a - freed_by_b waiting for W, a - offloadable on the
+//    host), with any amounts that fit in C_d together weighing at most 1, and
+//    the span holds at most 1 at a time. Tried: w(x) = x / (the most the
+//    amounts fill of C_d); whole activations only, over the most of them that
+//    fit (room for 1.5 holds one: their lives are then disjoint); and the best
+//    weights of a small LP (one row per most that fits together) for all
+//    kept and for all offloaded. For the makespan, device d holds nothing
+//    before its head (the F chain up to its lowest stage) and, counting whole
+//    activations only, nothing after its tail (the least over its stages of
+//    max(w_s if split, the B chain below s)).
 //
 //   LowerBound lb = ComputeLowerBound(problem);   // lb.value
 #pragma once
