@@ -60,12 +60,12 @@ Phases PhasesOf(const Problem& p, int s) {
   for (int u = s + 1; u < S; ++u) life += p.f[u] + Duration(p, Op{OpType::kB, u, 0});
   for (int u = s; u + 1 < S; ++u) life += 2 * CommTime(p, u);
   const bool off = p.offload_allowed();
-  return {a,
-          p.split_backward ? a - p.freed_by_b[s] : 0.0,
-          off ? a - p.offloadable[s] : 0.0,
-          life,
-          off ? p.f[s] + 2 * (*p.offload)[s] + b : life,
-          p.split_backward ? p.w[s] : 0.0};
+  return {.whole = a,
+          .after_b = p.split_backward ? a - p.freed_by_b[s] : 0.0,
+          .offloaded = off ? a - p.offloadable[s] : 0.0,
+          .life = life,
+          .trip = off ? p.f[s] + 2 * (*p.offload)[s] + b : life,
+          .w = p.split_backward ? p.w[s] : 0.0};
 }
 
 // max c.x subject to A x <= 1 and x >= 0 (A >= 0, every column used by some
@@ -228,7 +228,8 @@ double MemoryBound(const Problem& p, const std::vector<int>& group,
   }
   // Least link time for device d to fit its memory-time under T - edges; inf if it cannot.
   const auto link_time = [&](int d, double T) {
-    double need = keep[d] - std::max(0.0, T - edges[d]), cost = 0;    for (const Item& it : items[d]) {
+    double need = keep[d] - std::max(0.0, T - edges[d]), cost = 0;
+    for (const Item& it : items[d]) {
       if (need <= 0) break;
       const double take = std::min<double>(M, need / it.save);
       cost += take * it.cost;
@@ -279,7 +280,8 @@ std::vector<std::vector<PhaseWeights>> Weightings(const Problem& p) {
     }
     for (int k : {2, 3}) {
       const std::vector<PhaseWeights> w = BestWeights(p, own, room, k == 3);
-      for (std::size_t i = 0; i < own.size(); ++i) out[k][own[i]] = w.empty() ? out[0][own[i]] : w[i];
+      for (std::size_t i = 0; i < own.size(); ++i)
+        out[k][own[i]] = w.empty() ? out[0][own[i]] : w[i];
     }
   }
   return out;

@@ -74,7 +74,8 @@ StatusOr<Schedule> ParseScheduleText(const Problem& p, const std::string& text) 
       if (!op.ok()) return InvalidArgument(where + op.status().message());
       if (at != std::string::npos) {
         if (!p.op_space().Contains(*op)) {
-          return InvalidArgument(where + "op " + w + " is outside the problem's stages/micro-batches");
+          return InvalidArgument(where + "op " + w +
+                                 " is outside the problem's stages/micro-batches");
         }
         double hold = -1;
         try {

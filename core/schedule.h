@@ -75,7 +75,9 @@ struct TimedSchedule {
 };
 
 // Per-lane orders of a timed schedule: ops sorted by start time (ties keep file
-// order), each held at its start, so that simulating them gives the file's times. Fails if an op has a stage out of range; other inconsistencies are the checker's job.
+// order), each held at its start, so that simulating them gives the file's
+// times. Fails if an op has a stage out of range; other inconsistencies are the
+// checker's job.
 StatusOr<Schedule> OrdersOf(const Problem& p, const TimedSchedule& t);
 
 }  // namespace optpipe

@@ -209,8 +209,7 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
       if (r.ok() && r->objective <= milp_objective + tol) break;
     }
     if (!r.ok()) {
-      log("a solution of objective " + FormatNumber(milp_objective) +
-          " does not simulate: " + why);
+      log("a solution of objective " + FormatNumber(milp_objective) + " does not simulate: " + why);
       return;
     }
     res.stats.max_retime_excess =

@@ -137,9 +137,12 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
     if (!runs[i]->ok() || (*runs[i])->sim.objective > kRestartWithin * best->sim.objective)
       continue;
     const Schedule& si = (*runs[i])->schedule;
-    const auto same = [&](const Schedule& o) { return o.compute == si.compute && o.copy == si.copy; };
+    const auto same = [&](const Schedule& o) {
+      return o.compute == si.compute && o.copy == si.copy;
+    };
     if (same(best->schedule)) continue;
-    if (std::any_of(others.begin(), others.end(), [&](std::size_t j) { return same((*runs[j])->schedule); }))
+    if (std::any_of(others.begin(), others.end(),
+                    [&](std::size_t j) { return same((*runs[j])->schedule); }))
       continue;
     others.push_back(i);
   }
@@ -150,7 +153,8 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
   const auto share = [&](int parts) {
     SearchOptions o = opt;
     o.time_limit_s = std::max(0.0, left()) / parts;
-    if (o.max_evaluations) o.max_evaluations = std::max<std::int64_t>(0, *opt.max_evaluations - spent) / parts;
+    if (o.max_evaluations)
+      o.max_evaluations = std::max<std::int64_t>(0, *opt.max_evaluations - spent) / parts;
     return o;
   };
   StatusOr<SearchResult> search = LocalSearch(p, best->schedule, share(others.empty() ? 1 : 2));
@@ -161,8 +165,7 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
   // optimum, the incumbent is searched again with other random draws.
   constexpr int kMaxReseeds = 64;
   for (std::size_t k = 0; k < others.size() + kMaxReseeds; ++k) {
-    if (res.search.stop == SearchStop::kBound || res.search.stop == SearchStop::kInterrupted)
-      break;
+    if (res.search.stop == SearchStop::kBound || res.search.stop == SearchStop::kInterrupted) break;
     const bool restart = k < others.size();
     if (!restart && res.search.stop != SearchStop::kNoMove) break;
     SearchOptions more = share(restart ? static_cast<int>(others.size() - k) : 1);

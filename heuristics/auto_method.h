@@ -27,8 +27,8 @@ struct SeedOutcome {
 struct AutoResult {
   Solution solution;
   std::vector<SeedOutcome> seeds;
-  std::string winner;   // the seed the search started from
-  SearchResult search;  // what the searches did together (its schedule is `solution`)
+  std::string winner;          // the seed the search started from
+  SearchResult search;         // what the searches did together (its schedule is `solution`)
   int restarts = 0;            // searches from other seeds after the first
   int reseeds = 0;             // searches of the incumbent with other draws, when time was left
   std::string restart_winner;  // the seed of a restart that beat the first search, if any

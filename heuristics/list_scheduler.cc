@@ -105,19 +105,19 @@ class ListScheduler {
 
   Schedule out_;
   MinHeap<Event> events_;
-  std::vector<int> pending_;      // unfinished predecessors per op
-  std::vector<double> ready_at_;  // max(pred end + lag)
-  std::vector<char> offloaded_;   // [s*M+m]
-  std::vector<char> kept_back_;   // per op: an F passed over while ready
-  std::vector<int> cap_;          // warm-up depth per stage
-  std::vector<int> inflight_;     // F started, B not ended, per stage
-  std::vector<int> b_started_;    // B started per stage
-  std::vector<double> tail_b_;    // backward chain from B(s) to the end
-  std::vector<double> chain_;     // shortest time from F(s,m)'s end to B(s,m)'s start
-  std::vector<double> period_;    // one micro-batch of work per device
-  std::vector<double> reserve_;   // per stage: room kept for deeper stages on its device
+  std::vector<int> pending_;              // unfinished predecessors per op
+  std::vector<double> ready_at_;          // max(pred end + lag)
+  std::vector<char> offloaded_;           // [s*M+m]
+  std::vector<char> kept_back_;           // per op: an F passed over while ready
+  std::vector<int> cap_;                  // warm-up depth per stage
+  std::vector<int> inflight_;             // F started, B not ended, per stage
+  std::vector<int> b_started_;            // B started per stage
+  std::vector<double> tail_b_;            // backward chain from B(s) to the end
+  std::vector<double> chain_;             // shortest time from F(s,m)'s end to B(s,m)'s start
+  std::vector<double> period_;            // one micro-batch of work per device
+  std::vector<double> reserve_;           // per stage: room kept for deeper stages on its device
   std::vector<std::vector<int>> deeper_;  // per stage: the later stages on its device
-  std::vector<char> pressure_;    // device cannot hold its warm-up in memory
+  std::vector<char> pressure_;            // device cannot hold its warm-up in memory
   std::vector<double> mem_;
   std::vector<int> busy_;               // per lane: running op or -1
   std::vector<MinHeap<Ready>> future_;  // per lane: released, waiting for comm lag
@@ -168,8 +168,8 @@ void ListScheduler::Prepare() {
   }
   chain_.assign(S_, 0.0);
   for (int s = S_ - 2; s >= 0; --s) {
-    chain_[s] = chain_[s + 1] + 2 * CommTime(p_, s) + p_.f[s + 1] +
-                Duration(p_, Op{OpType::kB, s + 1, 0});
+    chain_[s] =
+        chain_[s + 1] + 2 * CommTime(p_, s) + p_.f[s + 1] + Duration(p_, Op{OpType::kB, s + 1, 0});
   }
   period_.assign(D_, 0.0);
   for (int s = 0; s < S_; ++s) period_[p_.stage_device[s]] += p_.f[s] + p_.b[s] + p_.w[s];
@@ -232,7 +232,10 @@ void ListScheduler::Start(int i, int lane, double t) {
   if (op.type == OpType::kF) f_started_[key] = 1;
   if (const double a = Allocates(p_, op); a > 0) {
     held_[key] += a;
-    if (!listed_[key]) holding_[d].push_back(key), listed_[key] = 1;
+    if (!listed_[key]) {
+      holding_[d].push_back(key);
+      listed_[key] = 1;
+    }
   }
   if (op.type == OpType::kR) {
     auto& ar = awaiting_reload_[d];

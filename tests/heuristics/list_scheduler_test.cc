@@ -85,7 +85,8 @@ TEST(ListScheduler, OffloadsTwoChunksThroughTightMemory) {
     Problem p = testing::MakeProblem(
         R"("devices": 8, "microbatches": 16, "stages_per_device": 2, "split_backward": false,
            "stage_time": {"f": 1, "b": 2}, "offload_time": 2, "memory": {"activation": 1,
-           "limit": )" + std::to_string(room) + "}");
+           "limit": )" +
+        std::to_string(room) + "}");
     int offloading = 0;
     for (const ListOptions& o : ListOptionGrid(p)) {
       if (!o.offload) continue;
