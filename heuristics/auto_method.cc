@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <sstream>
 
 #include "heuristics/list_scheduler.h"
@@ -58,6 +59,80 @@ std::optional<Solution> TuneWarmup(const Problem& p, const SearchOptions& opt, d
   }
   if (!Better(best_sim, bar)) return std::nullopt;
   return Solution{std::move(best), std::move(best_sim)};
+}
+
+// A seed the search may start from.
+struct Start {
+  std::string name;
+  const Schedule* schedule;
+  double objective;
+};
+
+// Local search from `best` (the best seed), then from the other starts within
+// kRestartWithin of it (distinct schedules, best first), then, while time is
+// left after searches that all ended at a local optimum, from the incumbent
+// with other random draws. The first search gets half of what is left when
+// there are other starts, each restart an equal share of the rest (what one
+// leaves goes on to the next). `left` tells the seconds left, `budget` the
+// evaluations (with opt.max_evaluations). Fills res.search, restarts, reseeds.
+Status MultiStart(const Problem& p, const SearchOptions& opt, const std::function<double()>& left,
+                  std::int64_t budget, const Solution& best, const std::vector<Start>& starts,
+                  AutoResult& res) {
+  constexpr double kRestartWithin = 1.25;
+  constexpr int kMaxReseeds = 64;
+  const auto same = [](const Schedule& a, const Schedule& b) {
+    return a.compute == b.compute && a.copy == b.copy;
+  };
+  std::vector<const Start*> others;
+  for (const Start& st : starts) {
+    if (st.objective > kRestartWithin * best.sim.objective || same(*st.schedule, best.schedule))
+      continue;
+    if (std::none_of(others.begin(), others.end(),
+                     [&](const Start* o) { return same(*o->schedule, *st.schedule); }))
+      others.push_back(&st);
+  }
+  std::stable_sort(others.begin(), others.end(),
+                   [](const Start* a, const Start* b) { return a->objective < b->objective; });
+  std::int64_t spent = 0;
+  const auto share = [&](int parts) {
+    SearchOptions o = opt;
+    o.time_limit_s = std::max(0.0, left()) / parts;
+    if (o.max_evaluations) o.max_evaluations = std::max<std::int64_t>(0, budget - spent) / parts;
+    return o;
+  };
+  StatusOr<SearchResult> search = LocalSearch(p, best.schedule, share(others.empty() ? 1 : 2));
+  if (!search.ok()) return search.status();
+  res.search = std::move(*search);
+  spent += res.search.evaluations;
+  for (std::size_t k = 0; k < others.size() + kMaxReseeds; ++k) {
+    if (res.search.stop == SearchStop::kBound || res.search.stop == SearchStop::kInterrupted) break;
+    const bool restart = k < others.size();
+    if (!restart && res.search.stop != SearchStop::kNoMove) break;
+    SearchOptions more = share(restart ? static_cast<int>(others.size() - k) : 1);
+    if (more.time_limit_s <= 0 || (more.max_evaluations && *more.max_evaluations == 0)) break;
+    const double incumbent = res.search.sim.objective;
+    if (opt.on_improvement) {  // only what beats the incumbent is news
+      more.on_improvement = [&](const Schedule& s, const SimResult& r) {
+        if (r.objective < incumbent - 1e-9) opt.on_improvement(s, r);
+      };
+    }
+    if (!restart) more.seed = opt.seed + k - others.size() + 1;
+    StatusOr<SearchResult> again =
+        LocalSearch(p, restart ? *others[k]->schedule : res.search.schedule, more);
+    if (!again.ok()) return again.status();
+    (restart ? res.restarts : res.reseeds) += 1;
+    spent += again->evaluations;
+    res.search.evaluations += again->evaluations;
+    res.search.seconds += again->seconds;
+    res.search.stop = again->stop;
+    if (Better(again->sim, res.search.sim)) {
+      if (again->sim.objective < res.search.sim.objective - 1e-9) ++res.search.improvements;
+      res.search.schedule = std::move(again->schedule);
+      res.search.sim = std::move(again->sim);
+      if (restart) res.restart_winner = others[k]->name;
+    }
+  }
+  return OkStatus();
 }
 
 }  // namespace
@@ -127,72 +202,14 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
     best = std::move(*tuned);
     res.winner = "list (tuned warm-up)";
   }
-  // Multi-start: other seeds within kRestartWithin of the best, each a
-  // different schedule, get searches too; the best end wins. The first search
-  // gets half of what is left when there are such seeds, each restart an equal
-  // share of the rest (time left over by one that ends early goes on to the next).
-  constexpr double kRestartWithin = 1.25;
-  std::vector<std::size_t> others;
+  std::vector<Start> starts;
   for (std::size_t i = 0; i < seeds.size(); ++i) {
-    if (!runs[i]->ok() || (*runs[i])->sim.objective > kRestartWithin * best->sim.objective)
-      continue;
-    const Schedule& si = (*runs[i])->schedule;
-    const auto same = [&](const Schedule& o) {
-      return o.compute == si.compute && o.copy == si.copy;
-    };
-    if (same(best->schedule)) continue;
-    if (std::any_of(others.begin(), others.end(),
-                    [&](std::size_t j) { return same((*runs[j])->schedule); }))
-      continue;
-    others.push_back(i);
+    if (runs[i]->ok())
+      starts.push_back({seeds[i]->name, &(*runs[i])->schedule, (*runs[i])->sim.objective});
   }
-  std::stable_sort(others.begin(), others.end(), [&](std::size_t a, std::size_t b) {
-    return (*runs[a])->sim.objective < (*runs[b])->sim.objective;
-  });
-  std::int64_t spent = evaluations;
-  const auto share = [&](int parts) {
-    SearchOptions o = opt;
-    o.time_limit_s = std::max(0.0, left()) / parts;
-    if (o.max_evaluations)
-      o.max_evaluations = std::max<std::int64_t>(0, *opt.max_evaluations - spent) / parts;
-    return o;
-  };
-  StatusOr<SearchResult> search = LocalSearch(p, best->schedule, share(others.empty() ? 1 : 2));
-  if (!search.ok()) return search.status();
-  res.search = std::move(*search);
-  spent += res.search.evaluations;
-  // Then, while time is left after searches that all ended at a local
-  // optimum, the incumbent is searched again with other random draws.
-  constexpr int kMaxReseeds = 64;
-  for (std::size_t k = 0; k < others.size() + kMaxReseeds; ++k) {
-    if (res.search.stop == SearchStop::kBound || res.search.stop == SearchStop::kInterrupted) break;
-    const bool restart = k < others.size();
-    if (!restart && res.search.stop != SearchStop::kNoMove) break;
-    SearchOptions more = share(restart ? static_cast<int>(others.size() - k) : 1);
-    if (more.time_limit_s <= 0 || (more.max_evaluations && *more.max_evaluations == 0)) break;
-    const double incumbent = res.search.sim.objective;
-    if (opt.on_improvement) {
-      more.on_improvement = [&](const Schedule& s, const SimResult& r) {
-        if (r.objective < incumbent - 1e-9) opt.on_improvement(s, r);
-      };
-    }
-    const std::size_t i = restart ? others[k] : 0;
-    if (!restart) more.seed = opt.seed + k - others.size() + 1;
-    StatusOr<SearchResult> again =
-        LocalSearch(p, restart ? (*runs[i])->schedule : res.search.schedule, more);
-    if (!again.ok()) return again.status();
-    (restart ? res.restarts : res.reseeds) += 1;
-    spent += again->evaluations;
-    res.search.evaluations += again->evaluations;
-    res.search.seconds += again->seconds;
-    res.search.stop = again->stop;
-    if (Better(again->sim, res.search.sim)) {
-      if (again->sim.objective < res.search.sim.objective - 1e-9) ++res.search.improvements;
-      res.search.schedule = std::move(again->schedule);
-      res.search.sim = std::move(again->sim);
-      if (restart) res.restart_winner = seeds[i]->name;
-    }
-  }
+  const std::int64_t budget_left =
+      opt.max_evaluations ? std::max<std::int64_t>(0, *opt.max_evaluations - evaluations) : 0;
+  if (Status st = MultiStart(p, opt, left, budget_left, *best, starts, res); !st.ok()) return st;
   StatusOr<Solution> certified = Certify(p, res.search.schedule, "auto");
   if (!certified.ok()) return certified.status();
   res.solution = std::move(*certified);
