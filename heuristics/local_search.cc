@@ -115,12 +115,16 @@ class MoveMaker {
     auto& lane = out.copy[link_[p_.stage_device[s]]];
     const auto is = [&](OpType t) { return [=](const Op& o) { return o == Op{t, s, m}; }; };
     const auto o = std::find_if(lane.begin(), lane.end(), is(OpType::kO));
+    const OpSpace sp = p_.op_space();
     if (o != lane.end()) {
       lane.erase(o);
       lane.erase(std::find_if(lane.begin(), lane.end(), is(OpType::kR)));
+      if (!out.release.empty()) {  // no stale hold if it is offloaded again
+        out.release[sp.Index(OpType::kO, s, m)] = 0;
+        out.release[sp.Index(OpType::kR, s, m)] = 0;
+      }
       return out;
     }
-    const OpSpace sp = p_.op_space();
     const double f_end = cur.end[sp.Index(OpType::kF, s, m)];
     const double r_start = cur.start[sp.Index(OpType::kB, s, m)] - (*p_.offload)[s];
     const auto position = [&](double t) {
