@@ -87,6 +87,23 @@ want="d3 |" expect 0 "show" -- "$bin" show "$unit" "$tmp/zb.json" --width 60
 check "show lines are 60 wide" -- bash -c "'$bin' show '$unit' '$tmp/zb.json' --width 60 | grep '^d' | awk '{ if (length(\$0) != 60) exit 1 }'"
 want="" expect 2 "show too narrow" -- "$bin" show "$unit" "$tmp/zb.json" --width 5
 
+# A list schedule with holds (two chunks, room for 3 activations, a slow link):
+# its reloads wait for their turn, which the orders alone do not say; read
+# back, every op is held at its start, so show, draw, validate and run replay
+# the file as written (as soon as possible the orders would deadlock).
+tight="$tmp/tight.json"
+cat >"$tight" <<'JSON'
+{"format": "optpipe-problem/1", "name": "tight", "devices": 8, "microbatches": 16,
+ "stages_per_device": 2, "split_backward": false, "stage_time": {"f": 1, "b": 2},
+ "offload_time": 2, "memory": {"activation": 1, "limit": 3}}
+JSON
+check "list schedule, tight memory" -- "$bin" schedule "$tight" --method list -o "$tmp/tight.s.json"
+check "the list offloads there" -- grep -q '"type":"R"' "$tmp/tight.s.json"
+want="d3 |" expect 0 "show a held schedule" -- "$bin" show "$tight" "$tmp/tight.s.json"
+want="" expect 0 "validate a held schedule" -- "$bin" validate "$tight" "$tmp/tight.s.json"
+want="" expect 0 "draw a held schedule" -- "$bin" draw "$tight" "$tmp/tight.s.json" -o "$tmp/tight.svg"
+want="measured" expect 0 "run a held schedule" -- "$bin" run "$tight" "$tmp/tight.s.json" --time-scale 0.001
+
 # Help texts teach the formats.
 want="compute_only" expect 0 "import-csv --help" -- "$bin" import-csv --help
 want="Perfetto" expect 0 "draw --help" -- "$bin" draw --help
