@@ -451,17 +451,18 @@ namespace optpipe {
 std::vector<ListOptions> ListOptionGrid(const Problem& p) {
   std::vector<ListOptions> grid;
   const bool can_offload = p.offload_allowed() && p.memory_limited();
-  for (double scale : {1.0, 1.5, 2.0, 0.5}) {
-    for (bool eager : {false, true}) {
-      if (eager && !p.split_backward) continue;
-      for (bool off : {true, false}) {
-        if (!off && !can_offload) continue;
-        for (int look : {1, 2}) {
-          if (look == 2 && !(off && can_offload)) continue;
-          for (bool warmup : {false, true}) {
-            if (warmup && !(off && can_offload)) continue;
+  // The warm-up scale matters most: it varies fastest, so that a search cut
+  // short by its time limit has tried every scale first.
+  for (bool eager : {false, true}) {
+    if (eager && !p.split_backward) continue;
+    for (bool off : {true, false}) {
+      if (!off && !can_offload) continue;
+      for (int look : {1, 2}) {
+        if (look == 2 && !(off && can_offload)) continue;
+        for (bool warmup : {false, true}) {
+          if (warmup && !(off && can_offload)) continue;
+          for (double scale : {1.0, 1.5, 2.0, 0.5})
             grid.push_back({scale, eager, off && can_offload, look, warmup, {}});
-          }
         }
       }
     }
