@@ -84,17 +84,20 @@ class ListScheduler {
     hold.resize(w);
     // A forward that goes to the host as it ends holds only what stays behind
     // by the time the reload needs the room (its offload does not wait for memory).
-    const double own = WillOffload(f.stage) ? p_.activation[f.stage] - p_.offloadable[f.stage]
+    const double own = WillOffload(f.stage, f.microbatch) ? p_.activation[f.stage] - p_.offloadable[f.stage]
                                             : p_.activation[f.stage];
     return p_.static_memory[d] + later + own + p_.offloadable[k0 / M_] <=
            (*limit_)[d] + 1e-9 * std::max(1.0, (*limit_)[d]);
   }
 
   // Offloaded as its F ends whatever the backwards ahead of it (the warm-up rule).
-  bool WillOffload(int s) const {
+  bool WillOffload(int s, int m) const {
     return opt_.offload && opt_.offload_warmup && p_.offload && pressure_[p_.stage_device[s]] &&
-           s + 1 < S_ && chain_[s] >= 2 * (*p_.offload)[s];
+           s + 1 < S_ && chain_[s] >= 2 * (*p_.offload)[s] && !Kept(m);
   }
+  // Every keep_every-th micro-batch stays on the device (a link that cannot
+  // carry them all does better keeping some than queueing them).
+  bool Kept(int m) const { return opt_.keep_every > 0 && m % opt_.keep_every == opt_.keep_every - 1; }
 
   const Problem& p_;
   const ListOptions opt_;
@@ -270,7 +273,7 @@ void ListScheduler::Finish(int i, double t) {
         const double round_trip = 2 * (*p_.offload)[s];
         double ahead = (m - b_started_[s]) * period_[d];
         if (opt_.offload_warmup) ahead = std::max(ahead, chain_[s]);
-        if (ahead >= round_trip) {
+        if (ahead >= round_trip && !Kept(m)) {
           offloaded_[static_cast<std::size_t>(s) * M_ + m] = 1;
           ++pending_[sp_.Index(OpType::kB, s, m)];
           pending_[sp_.Index(OpType::kO, s, m)] = 0;
@@ -461,8 +464,11 @@ std::vector<ListOptions> ListOptionGrid(const Problem& p) {
         if (look == 2 && !(off && can_offload)) continue;
         for (bool warmup : {false, true}) {
           if (warmup && !(off && can_offload)) continue;
-          for (double scale : {1.0, 1.5, 2.0, 0.5})
-            grid.push_back({scale, eager, off && can_offload, look, warmup, {}});
+          for (int keep : {0, 4, 3}) {
+            if (keep > 0 && !warmup) continue;
+            for (double scale : {1.0, 1.5, 2.0, 0.5})
+              grid.push_back({scale, eager, off && can_offload, look, warmup, keep, {}});
+          }
         }
       }
     }
@@ -489,7 +495,8 @@ StatusOr<ListChoice> BestListChoice(const Problem& p, const SearchOptions& opt) 
         const ListOptions& o = grid[i];
         return "warm-up x" + FormatNumber(o.warmup_scale) + (o.eager_w ? ", eager W" : ", lazy W") +
                (o.offload ? ", offload, look-ahead " + std::to_string(o.reload_lookahead) : "") +
-               (o.offload_warmup ? ", in warm-up" : "");
+               (o.offload_warmup ? ", in warm-up" : "") +
+               (o.keep_every > 0 ? ", keep 1 in " + std::to_string(o.keep_every) : "");
       },
       opt, &chosen);
   if (!s.ok()) return s.status();

@@ -50,6 +50,9 @@ struct ListOptions {
   // only by the backwards of its stage still ahead of it: offloads already in
   // the warm-up, where those are few.
   bool offload_warmup = false;
+  // With offload_warmup: keep every keep_every-th micro-batch's activations on
+  // the device (0: offload all that qualify), for links too slow to carry all.
+  int keep_every = 0;
   // Explicit warm-up depth per stage [S]; when set, warmup_scale is ignored.
   std::vector<int> warmup_depth;
 };

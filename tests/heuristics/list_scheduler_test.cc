@@ -91,6 +91,8 @@ TEST(ListScheduler, OffloadsTwoChunksThroughTightMemory) {
     for (const ListOptions& o : ListOptionGrid(p)) {
       if (!o.offload) continue;
       StatusOr<Schedule> s = ListSchedule(p, o);
+      // Keeping activations on a device this tight may leave too little room (the list says so).
+      if (o.keep_every > 0 && s.status().code() == StatusCode::kInfeasible) continue;
       ASSERT_TRUE(s.ok()) << "room " << room << ": " << s.status().message();
       std::size_t copies = 0;
       for (const auto& lane : s->copy) copies += lane.size();
@@ -120,6 +122,18 @@ TEST(ListScheduler, OffloadsWhenOneWholeActivationFits) {
   const SimResult r = Timed(p, *s);
   EXPECT_LT(r.makespan, 64.0 / 2);
   for (double peak : r.peak_memory) EXPECT_LE(peak, 1.5);
+}
+
+// Room for 5 activations, a round trip of 4 per 3 compute: offloading every
+// activation that could go queues them on the link; keeping one micro-batch in
+// a few on the device meets the lower bound (so the schedule is optimal).
+TEST(ListScheduler, KeepsSomeActivationsWhenTheLinkCannotCarryAll) {
+  Problem p = testing::MakeProblem(
+      R"("devices": 8, "microbatches": 16, "split_backward": false, "stage_time": {"f": 1,
+         "b": 2}, "offload_time": 2, "memory": {"activation": 1, "limit": 5})");
+  StatusOr<Schedule> s = BuildList(p);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_NEAR(Timed(p, *s).makespan, ComputeLowerBound(p).value, 1e-9);
 }
 
 TEST(ListScheduler, RandomProblemsWithLimitsAreValidOrInfeasible) {
