@@ -84,8 +84,9 @@ class ListScheduler {
     hold.resize(w);
     // A forward that goes to the host as it ends holds only what stays behind
     // by the time the reload needs the room (its offload does not wait for memory).
-    const double own = WillOffload(f.stage, f.microbatch) ? p_.activation[f.stage] - p_.offloadable[f.stage]
-                                            : p_.activation[f.stage];
+    const double own = WillOffload(f.stage, f.microbatch)
+                           ? p_.activation[f.stage] - p_.offloadable[f.stage]
+                           : p_.activation[f.stage];
     return p_.static_memory[d] + later + own + p_.offloadable[k0 / M_] <=
            (*limit_)[d] + 1e-9 * std::max(1.0, (*limit_)[d]);
   }
@@ -97,7 +98,9 @@ class ListScheduler {
   }
   // Every keep_every-th micro-batch stays on the device (a link that cannot
   // carry them all does better keeping some than queueing them).
-  bool Kept(int m) const { return opt_.keep_every > 0 && m % opt_.keep_every == opt_.keep_every - 1; }
+  bool Kept(int m) const {
+    return opt_.keep_every > 0 && m % opt_.keep_every == opt_.keep_every - 1;
+  }
 
   const Problem& p_;
   const ListOptions opt_;
