@@ -78,7 +78,7 @@ struct Start {
 Status MultiStart(const Problem& p, const SearchOptions& opt, const std::function<double()>& left,
                   std::int64_t budget, const Solution& best, const std::vector<Start>& starts,
                   AutoResult& res) {
-  constexpr double kRestartWithin = 1.25;
+  constexpr double kRestartWithin = 1.5;
   constexpr int kMaxReseeds = 64;
   const auto same = [](const Schedule& a, const Schedule& b) {
     return a.compute == b.compute && a.copy == b.copy;

@@ -1,7 +1,7 @@
 // RunAuto: the default method. Runs every applicable published schedule and
 // the list scheduler, keeps the best valid one, then improves it with
 // LocalSearch for the rest of the time budget: from the best seed for half of
-// it, then from the other seeds within 25% of the best, then (when every
+// it, then from the other seeds within 50% of the best, then (when every
 // search ended at a local optimum early) from the incumbent with other draws.
 //
 //   SearchOptions opt;  opt.time_limit_s = 1;
