@@ -14,7 +14,11 @@
 // lies far enough ahead to hide a round trip (O + R) are offloaded as their F
 // ends (the longest-lived first, as PipeOffload prefers), and reloaded just in
 // time: when fewer than `reload_lookahead` backwards of their stage remain
-// before theirs. Copies of devices sharing a host link take turns on it.
+// before theirs, and when the device keeps room for the forwards of that
+// micro-batch on its later stages. Options judge "far enough ahead" by the
+// activation's own trip through the later stages (offloading already in the
+// warm-up) and keep one micro-batch in a few on the device for a link too slow
+// to carry them all. Copies of devices sharing a host link take turns on it.
 // Reloads, and forwards passed over while ready, are held at the time the
 // scheduler started them (Schedule::release): replayed as soon as possible
 // they would take memory planned for others.
