@@ -287,6 +287,26 @@ std::vector<std::vector<PhaseWeights>> Weightings(const Problem& p) {
   return out;
 }
 
+// Without offload, a device with one stage s runs only forwards until its
+// first B, at most n = room / a of them (nothing frees memory before a B
+// ends), and that B starts at least life_s - b_s after its device's first F:
+// the device idles at least life_s - b_s - n f_s of that time.
+double WarmupIdle(const Problem& p, int d) {
+  if (!p.memory_limit || p.offload_allowed()) return 0;
+  int stage = -1;
+  for (int s = 0; s < p.stages(); ++s) {
+    if (p.stage_device[s] != d) continue;
+    if (stage >= 0) return 0;  // more than one stage: its B may come first
+    stage = s;
+  }
+  if (stage < 0 || p.activation[stage] <= 0) return 0;
+  const double room = (*p.memory_limit)[d] - p.static_memory[d];
+  const double n = std::floor((room + 1e-9 * std::max(1.0, room)) / p.activation[stage]);
+  if (n >= p.microbatches) return 0;
+  const Phases h = PhasesOf(p, stage);
+  return std::max(0.0, h.life - Duration(p, Op{OpType::kB, stage, 0}) - n * p.f[stage]);
+}
+
 }  // namespace
 
 LowerBound ComputeLowerBound(const Problem& p) {
@@ -315,8 +335,9 @@ LowerBound ComputeLowerBound(const Problem& p) {
       if (!p.split_backward) {
         for (int s = lowest[d] - 1; s >= 0; --s) tail += p.b[s] + p.w[s] + CommTime(p, s);
       }
-      if (head + work[d] + tail > lb.device_bound) {
-        lb.device_bound = head + work[d] + tail;
+      const double idle = WarmupIdle(p, d);
+      if (head + work[d] + tail + idle > lb.device_bound) {
+        lb.device_bound = head + work[d] + tail + idle;
         lb.binding_device = d;
       }
     }

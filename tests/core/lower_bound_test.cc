@@ -162,6 +162,20 @@ TEST(LowerBound, WeighsWhatCannotShareTheRoom) {
   EXPECT_NEAR(BruteForceOptimum(p, false), 15, 1e-9);  // above it, as a bound must be
 }
 
+// Without offload and with room for one activation, device 0 runs one F (2)
+// and then waits for its B: F0 F1 F2 B2 B1 = 6 after its start, idle 6 - 2 = 4
+// before the first B; its work 4 x 3 = 12, so its device bound is 16 (12 from
+// the work alone; devices 1 and 2 give 11 and 13).
+TEST(LowerBound, WarmupIdleWithoutOffload) {
+  Problem p = testing::MakeProblem(
+      R"("devices": 3, "microbatches": 4, "split_backward": false,
+         "stage_time": {"f": [2, 1, 1], "b": 1}, "memory": {"activation": [1, 0, 0],
+         "static": 0, "limit": [1, 1, 1]})");
+  EXPECT_DOUBLE_EQ(ComputeLowerBound(p).device_bound, 16);
+  p.offload = std::vector<double>(3, 1.0);  // the F could go to the host instead
+  EXPECT_DOUBLE_EQ(ComputeLowerBound(p).device_bound, 13);
+}
+
 // Under random tight limits, with and without offload, the memory-time bound
 // never exceeds the brute-force optimum.
 TEST(LowerBound, MemoryBoundNeverAboveTheOptimum) {
