@@ -52,20 +52,23 @@ struct Phases {
   double w;                          // after B until W ends
 };
 
-Phases PhasesOf(const Problem& p, int s) {
-  const int S = p.stages();
-  const double a = p.activation[s];
-  const double b = Duration(p, Op{OpType::kB, s, 0});
-  double life = p.f[s] + b;
-  for (int u = s + 1; u < S; ++u) life += p.f[u] + Duration(p, Op{OpType::kB, u, 0});
-  for (int u = s; u + 1 < S; ++u) life += 2 * CommTime(p, u);
+// Every stage's phases [S].
+std::vector<Phases> PhasesOf(const Problem& p) {
+  const std::vector<double> gap = ForwardToBackward(p);
   const bool off = p.offload_allowed();
-  return {.whole = a,
-          .after_b = p.split_backward ? a - p.freed_by_b[s] : 0.0,
-          .offloaded = off ? a - p.offloadable[s] : 0.0,
-          .life = life,
-          .trip = off ? p.f[s] + 2 * (*p.offload)[s] + b : life,
-          .w = p.split_backward ? p.w[s] : 0.0};
+  std::vector<Phases> out;
+  for (int s = 0; s < p.stages(); ++s) {
+    const double a = p.activation[s];
+    const double b = Duration(p, Op{OpType::kB, s, 0});
+    const double life = p.f[s] + gap[s] + b;
+    out.push_back({.whole = a,
+                   .after_b = p.split_backward ? a - p.freed_by_b[s] : 0.0,
+                   .offloaded = off ? a - p.offloadable[s] : 0.0,
+                   .life = life,
+                   .trip = off ? p.f[s] + 2 * (*p.offload)[s] + b : life,
+                   .w = p.split_backward ? p.w[s] : 0.0});
+  }
+  return out;
 }
 
 // max c.x subject to A x <= 1 and x >= 0 (A >= 0, every column used by some
@@ -126,8 +129,8 @@ std::vector<double> MaximizeUnderOnes(const std::vector<std::vector<double>>& A,
 // weigh when all are kept (`offload` false) or all offloaded: a small LP over
 // the distinct amounts, one row per most that fits together within `room`.
 // Empty when there are too many such combinations to list.
-std::vector<PhaseWeights> BestWeights(const Problem& p, const std::vector<int>& own, double room,
-                                      bool offload) {
+std::vector<PhaseWeights> BestWeights(const std::vector<Phases>& phases,
+                                      const std::vector<int>& own, double room, bool offload) {
   std::vector<double> amounts;  // distinct, largest first
   const auto index = [&](double x) {
     for (std::size_t j = 0; j < amounts.size(); ++j) {
@@ -137,7 +140,7 @@ std::vector<PhaseWeights> BestWeights(const Problem& p, const std::vector<int>& 
   };
   std::vector<Phases> ph;
   for (int s : own) {
-    ph.push_back(PhasesOf(p, s));
+    ph.push_back(phases[s]);
     for (double x : {ph.back().whole, ph.back().after_b, ph.back().offloaded}) {
       if (x > 1e-12 && index(x) < 0) amounts.push_back(x);
     }
@@ -197,9 +200,9 @@ std::vector<PhaseWeights> BestWeights(const Problem& p, const std::vector<int>& 
 // which device d holds nothing counted: head[d] before its first F can start,
 // and, when only whole activations count, tail[d] after its last B has ended
 // (an activation waiting for its W may be what is left at the very end).
-double MemoryBound(const Problem& p, const std::vector<int>& group,
-                   const std::vector<PhaseWeights>& weights, const std::vector<double>& head,
-                   const std::vector<double>& tail) {
+double MemoryBound(const Problem& p, const std::vector<Phases>& phases,
+                   const std::vector<int>& group, const std::vector<PhaseWeights>& weights,
+                   const std::vector<double>& head, const std::vector<double>& tail) {
   const int S = p.stages(), M = p.microbatches;
   std::vector<double> edges = head;
   for (int d = 0; d < p.devices; ++d) {
@@ -215,7 +218,7 @@ double MemoryBound(const Problem& p, const std::vector<int>& group,
   for (int s = 0; s < S; ++s) {
     const int d = p.stage_device[s];
     if (std::find(group.begin(), group.end(), d) == group.end()) continue;
-    const Phases h = PhasesOf(p, s);
+    const Phases& h = phases[s];
     const PhaseWeights& w = weights[s];
     keep[d] += M * (w.whole * h.life + w.after_b * h.w);
     if (!p.offload_allowed()) continue;
@@ -257,7 +260,8 @@ double MemoryBound(const Problem& p, const std::vector<int>& group,
 // they can fill of the room; whole activations only, over the most of those
 // that fit; and the LP's best for all kept and for all offloaded (falling back
 // to the first on a device with too many combinations).
-std::vector<std::vector<PhaseWeights>> Weightings(const Problem& p) {
+std::vector<std::vector<PhaseWeights>> Weightings(const Problem& p,
+                                                  const std::vector<Phases>& phases) {
   const int S = p.stages();
   std::vector<std::vector<PhaseWeights>> out(4, std::vector<PhaseWeights>(S));
   for (int d = 0; d < p.devices; ++d) {
@@ -266,7 +270,7 @@ std::vector<std::vector<PhaseWeights>> Weightings(const Problem& p) {
     for (int s = 0; s < S; ++s) {
       if (p.stage_device[s] != d) continue;
       own.push_back(s);
-      const Phases h = PhasesOf(p, s);
+      const Phases& h = phases[s];
       all.insert(all.end(), {h.whole, h.after_b, h.offloaded});
       whole.push_back(h.whole);
     }
@@ -274,12 +278,12 @@ std::vector<std::vector<PhaseWeights>> Weightings(const Problem& p) {
     const double fill = MostThatFits(all, room), fill_whole = MostThatFits(whole, room);
     if (own.empty() || fill <= 0 || fill_whole <= 0) continue;  // no activation fits: no bound here
     for (int s : own) {
-      const Phases h = PhasesOf(p, s);
+      const Phases& h = phases[s];
       out[0][s] = {h.whole / fill, h.after_b / fill, h.offloaded / fill};
       out[1][s] = {h.whole / fill_whole, 0.0, 0.0};
     }
     for (int k : {2, 3}) {
-      const std::vector<PhaseWeights> w = BestWeights(p, own, room, k == 3);
+      const std::vector<PhaseWeights> w = BestWeights(phases, own, room, k == 3);
       for (std::size_t i = 0; i < own.size(); ++i)
         out[k][own[i]] = w.empty() ? out[0][own[i]] : w[i];
     }
@@ -291,7 +295,7 @@ std::vector<std::vector<PhaseWeights>> Weightings(const Problem& p) {
 // first B, at most n = room / a of them (nothing frees memory before a B
 // ends), and that B starts at least life_s - b_s after its device's first F:
 // the device idles at least life_s - b_s - n f_s of that time.
-double WarmupIdle(const Problem& p, int d) {
+double WarmupIdle(const Problem& p, const std::vector<Phases>& phases, int d) {
   if (!p.memory_limit || p.offload_allowed()) return 0;
   int stage = -1;
   for (int s = 0; s < p.stages(); ++s) {
@@ -303,8 +307,7 @@ double WarmupIdle(const Problem& p, int d) {
   const double room = (*p.memory_limit)[d] - p.static_memory[d];
   const double n = std::floor((room + 1e-9 * std::max(1.0, room)) / p.activation[stage]);
   if (n >= p.microbatches) return 0;
-  const Phases h = PhasesOf(p, stage);
-  return std::max(0.0, h.life - Duration(p, Op{OpType::kB, stage, 0}) - n * p.f[stage]);
+  return std::max(0.0, phases[stage].life - Duration(p, Op{OpType::kB, stage, 0}) - n * p.f[stage]);
 }
 
 }  // namespace
@@ -326,6 +329,7 @@ LowerBound ComputeLowerBound(const Problem& p) {
   const Dag dag = BuildDag(one, none);
   const std::vector<double> est = dag.EarliestStarts();
   lb.critical_path = dag.CriticalPath();
+  const std::vector<Phases> phases = PhasesOf(p);
 
   if (p.objective == Objective::kMakespan) {
     for (int d = 0; d < D; ++d) {
@@ -335,7 +339,7 @@ LowerBound ComputeLowerBound(const Problem& p) {
       if (!p.split_backward) {
         for (int s = lowest[d] - 1; s >= 0; --s) tail += p.b[s] + p.w[s] + CommTime(p, s);
       }
-      const double idle = WarmupIdle(p, d);
+      const double idle = WarmupIdle(p, phases, d);
       if (head + work[d] + tail + idle > lb.device_bound) {
         lb.device_bound = head + work[d] + tail + idle;
         lb.binding_device = d;
@@ -355,10 +359,10 @@ LowerBound ComputeLowerBound(const Problem& p) {
       for (int d = 0; d < D; ++d) {
         if (lowest[d] == S) head[d] = tail[d] = 0;
       }
-      const auto weightings = Weightings(p);
+      const auto weightings = Weightings(p, phases);
       for (const std::vector<int>& link : p.host_links) {
         for (const std::vector<PhaseWeights>& w : weightings)
-          lb.memory_bound = std::max(lb.memory_bound, MemoryBound(p, link, w, head, tail));
+          lb.memory_bound = std::max(lb.memory_bound, MemoryBound(p, phases, link, w, head, tail));
       }
     }
     lb.value = std::max({lb.device_bound, lb.critical_path, lb.memory_bound});
@@ -367,17 +371,12 @@ LowerBound ComputeLowerBound(const Problem& p) {
   // device_span: the longest F(s)..B(s)[..W(s)] round trip of a stage on d.
   double best = 0;
   const std::vector<double> no_edges(D, 0.0);
-  const auto weightings = p.memory_limit ? Weightings(p) : std::vector<std::vector<PhaseWeights>>{};
+  const auto weightings =
+      p.memory_limit ? Weightings(p, phases) : std::vector<std::vector<PhaseWeights>>{};
   for (int d = 0; d < D; ++d) {
     double span = work[d];
     for (int s = 0; s < S; ++s) {
-      if (p.stage_device[s] != d) continue;
-      double trip = p.split_backward ? p.w[s] : 0.0;
-      for (int u = s; u < S; ++u) {
-        trip += p.f[u] + Duration(p, Op{OpType::kB, u, 0});
-        if (u + 1 < S) trip += 2 * CommTime(p, u);
-      }
-      span = std::max(span, trip);
+      if (p.stage_device[s] == d) span = std::max(span, phases[s].life + phases[s].w);
     }
     if (work[d] > lb.device_bound) {
       lb.device_bound = work[d];
@@ -386,7 +385,8 @@ LowerBound ComputeLowerBound(const Problem& p) {
     best = std::max(best, span);
     if (p.memory_limit) {
       for (const std::vector<PhaseWeights>& w : weightings)
-        lb.memory_bound = std::max(lb.memory_bound, MemoryBound(p, {d}, w, no_edges, no_edges));
+        lb.memory_bound =
+            std::max(lb.memory_bound, MemoryBound(p, phases, {d}, w, no_edges, no_edges));
     }
   }
   lb.value = std::max(best, lb.memory_bound);

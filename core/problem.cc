@@ -158,6 +158,15 @@ double CommTime(const Problem& p, int s) {
   return p.stage_device[s] == p.stage_device[s + 1] ? 0.0 : p.comm[s];
 }
 
+std::vector<double> ForwardToBackward(const Problem& p) {
+  const int S = p.stages();
+  std::vector<double> gap(S, 0.0);
+  for (int s = S - 2; s >= 0; --s) {
+    gap[s] = gap[s + 1] + 2 * CommTime(p, s) + p.f[s + 1] + Duration(p, Op{OpType::kB, s + 1, 0});
+  }
+  return gap;
+}
+
 double Allocates(const Problem& p, const Op& op) {
   switch (op.type) {
     case OpType::kF:

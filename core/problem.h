@@ -69,6 +69,9 @@ int DeviceOf(const Problem& p, const Op& op);
 double Duration(const Problem& p, const Op& op);
 // Transfer time from stage s to s+1 (either direction); 0 on one device.
 double CommTime(const Problem& p, int s);
+// [S] the least time from F(s,m)'s end to B(s,m)'s start: the forwards of the
+// later stages, their backwards back, and the comms both ways.
+std::vector<double> ForwardToBackward(const Problem& p);
 // Memory an op allocates at its start (F: activation, R: offloadable).
 double Allocates(const Problem& p, const Op& op);
 // Memory an op frees at its end (B, W, O).
