@@ -91,10 +91,22 @@ class ListScheduler {
            (*limit_)[d] + 1e-9 * std::max(1.0, (*limit_)[d]);
   }
 
-  // Offloaded as its F ends whatever the backwards ahead of it (the warm-up rule).
+  // (s,m) may go to the host as its F ends: offload is on, its device is
+  // short of memory, it is not the last stage nor a kept micro-batch.
+  bool MayOffload(int s, int m) const {
+    return opt_.offload && p_.offload && pressure_[p_.stage_device[s]] && s + 1 < S_ && !Kept(m);
+  }
+  // Offloaded as its F ends whatever the backwards ahead of it (the warm-up
+  // rule: its own trip through the later stages hides the round trip).
   bool WillOffload(int s, int m) const {
-    return opt_.offload && opt_.offload_warmup && p_.offload && pressure_[p_.stage_device[s]] &&
-           s + 1 < S_ && chain_[s] >= 2 * (*p_.offload)[s] && !Kept(m);
+    return MayOffload(s, m) && opt_.offload_warmup && chain_[s] >= 2 * (*p_.offload)[s];
+  }
+  // Offloaded as its F ends, now: by the warm-up rule, or because the
+  // backwards of its stage still ahead of it hide the round trip.
+  bool Offloads(int s, int m) const {
+    if (WillOffload(s, m)) return true;
+    const int d = p_.stage_device[s];
+    return MayOffload(s, m) && (m - b_started_[s]) * period_[d] >= 2 * (*p_.offload)[s];
   }
   // Every keep_every-th micro-batch stays on the device (a link that cannot
   // carry them all does better keeping some than queueing them).
@@ -113,7 +125,6 @@ class ListScheduler {
   MinHeap<Event> events_;
   std::vector<int> pending_;              // unfinished predecessors per op
   std::vector<double> ready_at_;          // max(pred end + lag)
-  std::vector<char> offloaded_;           // [s*M+m]
   std::vector<char> kept_back_;           // per op: an F passed over while ready
   std::vector<int> cap_;                  // warm-up depth per stage
   std::vector<int> inflight_;             // F started, B not ended, per stage
@@ -147,7 +158,6 @@ void ListScheduler::Prepare() {
   const int n = sp_.size();
   pending_.assign(n, 0);
   ready_at_.assign(n, 0.0);
-  offloaded_.assign(static_cast<std::size_t>(S_) * M_, 0);
   kept_back_.assign(n, 0);
   out_.release.assign(n, 0.0);
   inflight_.assign(S_, 0);
@@ -172,11 +182,7 @@ void ListScheduler::Prepare() {
     tail_b_[s] =
         Duration(p_, Op{OpType::kB, s, 0}) + (s > 0 ? CommTime(p_, s - 1) + tail_b_[s - 1] : 0);
   }
-  chain_.assign(S_, 0.0);
-  for (int s = S_ - 2; s >= 0; --s) {
-    chain_[s] =
-        chain_[s + 1] + 2 * CommTime(p_, s) + p_.f[s + 1] + Duration(p_, Op{OpType::kB, s + 1, 0});
-  }
+  chain_ = ForwardToBackward(p_);
   period_.assign(D_, 0.0);
   for (int s = 0; s < S_; ++s) period_[p_.stage_device[s]] += p_.f[s] + p_.b[s] + p_.w[s];
   cap_ = WarmupDepths(p_, opt_);
@@ -270,24 +276,16 @@ void ListScheduler::Finish(int i, double t) {
   };
   switch (op.type) {
     case OpType::kF: {
-      // Offload the activation if the device is short of memory and its
-      // backward is far enough ahead to hide the round trip.
-      if (opt_.offload && p_.offload && pressure_[d] && s + 1 < S_) {
-        const double round_trip = 2 * (*p_.offload)[s];
-        double ahead = (m - b_started_[s]) * period_[d];
-        if (opt_.offload_warmup) ahead = std::max(ahead, chain_[s]);
-        if (ahead >= round_trip && !Kept(m)) {
-          offloaded_[static_cast<std::size_t>(s) * M_ + m] = 1;
-          ++pending_[sp_.Index(OpType::kB, s, m)];
-          pending_[sp_.Index(OpType::kO, s, m)] = 0;
-          pending_[sp_.Index(OpType::kR, s, m)] = 1;
-          total_ += 2;
-          auto& ar = awaiting_reload_[d];
-          ar.insert(std::upper_bound(ar.begin(), ar.end(), s * M_ + m,
-                                     [&](int a, int b) { return a % M_ < b % M_; }),
-                    s * M_ + m);
-          Release(sp_.Index(OpType::kO, s, m), t);
-        }
+      if (Offloads(s, m)) {
+        ++pending_[sp_.Index(OpType::kB, s, m)];
+        pending_[sp_.Index(OpType::kO, s, m)] = 0;
+        pending_[sp_.Index(OpType::kR, s, m)] = 1;
+        total_ += 2;
+        auto& ar = awaiting_reload_[d];
+        ar.insert(std::upper_bound(ar.begin(), ar.end(), s * M_ + m,
+                                   [&](int a, int b) { return a % M_ < b % M_; }),
+                  s * M_ + m);
+        Release(sp_.Index(OpType::kO, s, m), t);
       }
       if (s + 1 < S_) done_pred(OpType::kF, s + 1, CommTime(p_, s));
       done_pred(OpType::kB, s, 0.0);
@@ -429,12 +427,9 @@ std::vector<int> WarmupDepths(const Problem& p, const ListOptions& opt) {
   }
   // Micro-batches the device works through while micro-batch 0 goes from
   // F(s) to the last stage and back to B(s): 1F1B's S - s on unit costs.
+  const std::vector<double> gap = ForwardToBackward(p);
   for (int s = 0; s < S; ++s) {
-    double trip = 0;
-    for (int u = s; u < S; ++u) {
-      trip += p.f[u] + (u > s ? Duration(p, Op{OpType::kB, u, 0}) : 0.0);
-      if (u + 1 < S) trip += 2 * CommTime(p, u);
-    }
+    const double trip = p.f[s] + gap[s];
     double per_mb = 0;
     for (int u = 0; u < S; ++u) {
       if (p.stage_device[u] == p.stage_device[s])
