@@ -2,11 +2,11 @@
 //
 // Given per-lane orders (a Schedule), every op starts as early as its lane,
 // its dependencies (plus comm time), its hold (Schedule::release) and its
-// device's memory allow. Memory
-// behaves as a runtime would: an op whose allocation does not fit waits until
-// an op already running or queued (a B/W, an offload) frees enough; if nothing
-// can, or the orders wait on each other, the schedule is infeasible and the
-// status names the op, device, time, memory in use and limit.
+// device's memory allow. Memory behaves as a runtime would: an op whose
+// allocation does not fit waits until an op already running or queued (a B/W,
+// an offload) frees enough; if nothing can, or the orders wait on each other,
+// the schedule is infeasible and the status names the op, device, time,
+// memory in use and limit.
 //
 // Cost: O(N log L) for N ops and L lanes (event heap of at most one pending
 // event per lane plus running ops), no allocation per call after the first.

@@ -238,8 +238,8 @@ StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start,
   if (!first.ok()) return first.status();
   SearchResult res{start, std::move(*first), 0, 1, 0, SearchStop::kNoMove, 0};
   res.start_objective = res.sim.objective;
-  if (!start.release
-           .empty()) {  // holds pin ops the moves would shift: drop them if that costs nothing
+  // Holds pin ops the moves would shift: drop them if that costs nothing.
+  if (!start.release.empty()) {
     Schedule free = start;
     free.release.clear();
     ++res.evaluations;
