@@ -71,7 +71,8 @@ StatusOr<Schedule> BestFitting(const Problem& p, const std::string& knob, int n,
   if (best) return std::move(*best);
 
   // None fits (or none runs): the leanest without a limit, then the least
-  // uniform raise of the limit under which it runs.
+  // uniform raise of the limit under which it runs; on the same clock (a
+  // caller that gave this search a time limit waits no longer for the message).
   Problem unlimited = p;
   unlimited.memory_limit.reset();
   const std::vector<double> limit = p.memory_limit.value_or(std::vector<double>(p.devices, kInf));
@@ -79,19 +80,20 @@ StatusOr<Schedule> BestFitting(const Problem& p, const std::string& knob, int n,
   double least = kInf;
   std::vector<double> free_peak;
   std::optional<Schedule> lean_schedule;
-  Scan(
-      unlimited, scanned, make, opt.threads, [] { return true; },
-      [&](int i, std::optional<Schedule>& s, std::optional<SimResult>& r) {
-        if (!r) return;
-        double over = -kInf;
-        for (int d = 0; d < p.devices; ++d) over = std::max(over, r->peak_memory[d] - limit[d]);
-        if (over < least) {
-          least = over;
-          lean = i;
-          free_peak = r->peak_memory;
-          lean_schedule = std::move(s);
-        }
-      });
+  int examined = 0;
+  Scan(unlimited, scanned, make, opt.threads, more,
+       [&](int i, std::optional<Schedule>& s, std::optional<SimResult>& r) {
+         examined = i + 1;
+         if (!r) return;
+         double over = -kInf;
+         for (int d = 0; d < p.devices; ++d) over = std::max(over, r->peak_memory[d] - limit[d]);
+         if (over < least) {
+           least = over;
+           lean = i;
+           free_peak = r->peak_memory;
+           lean_schedule = std::move(s);
+         }
+       });
   if (!p.memory_limit) return Internal("every " + knob + " deadlocks, without a memory limit");
   if (lean < 0) {  // candidates built for the limit, none of which runs under it
     return Infeasible("does not fit the memory limit: no " + knob + " runs under memory.limit [" +
@@ -99,7 +101,7 @@ StatusOr<Schedule> BestFitting(const Problem& p, const std::string& knob, int n,
   }
   Problem raised = p;
   double lo = 0, hi = least;
-  for (int it = 0; it < 30 && hi - lo > 1e-3 * std::max(1.0, hi); ++it) {
+  for (int it = 0; it < 30 && hi - lo > 1e-3 * std::max(1.0, hi) && more(); ++it) {
     const double mid = (lo + hi) / 2;
     for (int d = 0; d < p.devices; ++d) (*raised.memory_limit)[d] = limit[d] + mid;
     if (Simulate(raised, *lean_schedule).ok()) {
@@ -110,9 +112,13 @@ StatusOr<Schedule> BestFitting(const Problem& p, const std::string& knob, int n,
   }
   std::vector<double> need(p.devices);
   for (int d = 0; d < p.devices; ++d) need[d] = std::min(free_peak[d], limit[d] + hi);
-  const std::string which = scanned == 1 ? "it"
-                                         : "no " + knob + " fits (" + std::to_string(scanned) +
-                                               " tried); the leanest, " + label(lean) + ",";
+  const std::string rerun = examined < scanned ? "; " + std::to_string(examined) +
+                                                     " re-run without the limit in the time given"
+                                               : "";
+  const std::string which = scanned == 1
+                                ? "it"
+                                : "no " + knob + " fits (" + std::to_string(scanned) + " tried" +
+                                      rerun + "); the leanest, " + label(lean) + ",";
   return Infeasible("does not fit the memory limit: " + which + " needs peak memory [" +
                     FormatValues(need) + "] against memory.limit [" + FormatValues(limit) + "]");
 }

@@ -91,5 +91,30 @@ TEST(BestFitting, StopTokenLeavesOnlyTheFirstCandidate) {
   EXPECT_EQ(chosen, 1);
 }
 
+// When nothing fits, finding what the leanest candidate needs runs on the
+// search's clock too: stopped after 3 candidates, it re-runs only the first
+// without the limit (no bisection of the raise: its peak without a limit).
+TEST(BestFitting, WhatTheLeanestNeedsKeepsToTheClock) {
+  const Problem p = Fused(4);
+  const Pair make(p);
+  std::atomic<bool> stop{false};
+  SearchOptions opt;
+  opt.stop = &stop;
+  opt.threads = 1;
+  int built = 0;
+  const auto gpipe_only = [&](int i) {
+    ++built;
+    if (i == 2) stop = true;
+    return std::optional(make.gpipe);
+  };
+  StatusOr<Schedule> s = BestFitting(p, "order", 8, gpipe_only, Label, opt);
+  ASSERT_EQ(s.status().code(), StatusCode::kInfeasible);
+  EXPECT_EQ(built, 4);  // 0, 1, 2 under the limit; 0 again without it
+  EXPECT_NE(s.status().message().find("no order fits (3 tried; 1 re-run without the limit in the "
+                                      "time given); the leanest, gpipe, needs peak memory [8, 8"),
+            std::string::npos)
+      << s.status().message();
+}
+
 }  // namespace
 }  // namespace optpipe
