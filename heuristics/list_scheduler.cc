@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <queue>
 #include <vector>
@@ -35,6 +37,8 @@ struct Ready {
     return op > o.op;
   }
 };
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
 template <typename T>
 using MinHeap = std::priority_queue<T, std::vector<T>, std::greater<T>>;
 
@@ -63,6 +67,17 @@ class ListScheduler {
            mem_[d] + amount + reserve <= (*limit_)[d] + 1e-9 * std::max(1.0, (*limit_)[d]);
   }
   double TailB(int s) const { return tail_b_[s]; }
+  // Micro-batch m's ops form one chain, F(0)..F(S-1), B(S-1)..B(0); from the
+  // last of them that ended, B(s,m) is at least the rest of the chain away. A
+  // reload that ends before then only holds memory.
+  static int ChainIndex(int S, const Op& op) {
+    return op.type == OpType::kF ? op.stage : 2 * S - 1 - op.stage;
+  }
+  double EarliestReload(int s, int m) const {
+    const int b = 2 * S_ - 1 - s;
+    const double from = front_[m] < 0 ? 0.0 : front_end_[m] - chain_end_[front_[m]];
+    return from + chain_start_[b] - (*p_.offload)[s];
+  }
   // Admitting F(s,m') must not starve the reload of the earliest offloaded
   // activation m0: once the activations whose backward precedes B(m0) have
   // freed theirs, what later micro-batches hold, plus F and the reload, must fit.
@@ -140,13 +155,28 @@ class ListScheduler {
   std::vector<MinHeap<Ready>> future_;  // per lane: released, waiting for comm lag
   std::vector<MinHeap<Ready>> ready_b_, ready_f_, ready_w_;  // per device
   std::vector<std::vector<int>> ready_o_;                    // per link, FIFO
-  std::vector<std::vector<int>> wait_r_;                     // per link: reloads whose O is done
+  // Per stage: reloads whose O is done, by micro-batch, then arrival; per
+  // link: the stages whose copies it carries.
+  struct Waiting {
+    int microbatch;
+    std::int64_t arrival;
+    int op;
+  };
+  std::vector<std::vector<Waiting>> waiting_;
+  std::vector<std::vector<int>> link_stages_;
+  std::int64_t arrivals_ = 0;
+  std::vector<double> wake_at_;  // per link: a wake-up pushed for then
   // Per activation (s*M+m): memory it holds now. Per device: activations that
   // hold memory, and offloaded activations not yet reloaded (micro-batch order).
   std::vector<double> held_;
   std::vector<std::vector<int>> holding_;
   std::vector<char> listed_;     // per activation: in holding_
   std::vector<char> f_started_;  // per activation
+  // Per chain position: earliest start and end when nothing waits; per
+  // micro-batch: the last chain op that ended, and when.
+  std::vector<double> chain_start_, chain_end_;
+  std::vector<int> front_;
+  std::vector<double> front_end_;
   std::vector<std::vector<int>> awaiting_reload_;
   std::vector<Ready> skipped_;  // scratch for DispatchDevice
   std::size_t total_ = 0, done_ = 0;
@@ -170,11 +200,26 @@ void ListScheduler::Prepare() {
   ready_f_.assign(D_, {});
   ready_w_.assign(D_, {});
   ready_o_.assign(p_.host_links.size(), {});
-  wait_r_.assign(p_.host_links.size(), {});
+  waiting_.assign(S_, {});
+  link_stages_.assign(p_.host_links.size(), {});
+  for (int s = 0; s < S_; ++s) link_stages_[link_[p_.stage_device[s]]].push_back(s);
+  wake_at_.assign(p_.host_links.size(), -1.0);
   held_.assign(static_cast<std::size_t>(S_) * M_, 0.0);
   holding_.assign(D_, {});
   listed_.assign(static_cast<std::size_t>(S_) * M_, 0);
   f_started_.assign(static_cast<std::size_t>(S_) * M_, 0);
+  front_.assign(M_, -1);
+  front_end_.assign(M_, 0.0);
+  chain_start_.assign(2 * S_, 0.0);
+  chain_end_.assign(2 * S_, 0.0);
+  for (int i = 0; i < 2 * S_; ++i) {
+    const Op op = i < S_ ? Op{OpType::kF, i, 0} : Op{OpType::kB, 2 * S_ - 1 - i, 0};
+    if (i > 0) {  // the lag from the previous chain op: F(u) -> F(u+1), B(u) -> B(u-1)
+      const int gap = i < S_ ? i - 1 : i == S_ ? -1 : op.stage;
+      chain_start_[i] = chain_end_[i - 1] + (gap >= 0 ? CommTime(p_, gap) : 0.0);
+    }
+    chain_end_[i] = chain_start_[i] + Duration(p_, op);
+  }
   awaiting_reload_.assign(D_, {});
 
   tail_b_.assign(S_, 0.0);
@@ -274,6 +319,10 @@ void ListScheduler::Finish(int i, double t) {
     ready_at_[q] = std::max(ready_at_[q], t + lag);
     if (--pending_[q] == 0) Release(q, ready_at_[q]);
   };
+  if (op.type == OpType::kF || op.type == OpType::kB) {
+    front_[m] = ChainIndex(S_, op);
+    front_end_[m] = t;
+  }
   switch (op.type) {
     case OpType::kF: {
       if (Offloads(s, m)) {
@@ -299,7 +348,10 @@ void ListScheduler::Finish(int i, double t) {
     case OpType::kO: {
       const int r = sp_.Index(OpType::kR, s, m);
       pending_[r] = 0;
-      wait_r_[link_[d]].push_back(r);
+      auto& w = waiting_[s];
+      w.insert(std::upper_bound(w.begin(), w.end(), m,
+                                [](int mb, const Waiting& x) { return mb < x.microbatch; }),
+               Waiting{m, arrivals_++, r});
       break;
     }
     case OpType::kR:
@@ -368,25 +420,43 @@ void ListScheduler::DispatchLink(int l, double t) {
   }
   if (!fut.empty()) events_.push({fut.top().key1, 1, lane});
   if (busy_[lane] >= 0) return;
-  // A reload that is due and fits goes first: a backward waits for it.
-  auto& wr = wait_r_[l];
-  int best = -1;
-  for (std::size_t k = 0; k < wr.size(); ++k) {
-    const Op r = sp_.At(wr[k]);
-    const int d = p_.stage_device[r.stage];
-    if (r.microbatch - b_started_[r.stage] >= opt_.reload_lookahead) continue;
-    // B(s,m) also waits for the forwards of m on the device's later stages:
-    // a reload must leave room for the next of them.
-    double reserve = 0;
-    for (int u : deeper_[r.stage]) {
-      if (!f_started_[u * M_ + r.microbatch]) reserve = std::max(reserve, p_.activation[u]);
+  // A reload that is due and fits goes first: a backward waits for it. The
+  // earliest micro-batch wins, then the earliest to arrive.
+  const Waiting* best = nullptr;
+  int best_stage = -1;
+  double wake = kNever;  // the next time a reload skipped as early becomes due
+  for (int s : link_stages_[l]) {
+    const int d = p_.stage_device[s];
+    for (const Waiting& w : waiting_[s]) {
+      const int m = w.microbatch;
+      if (m - b_started_[s] >= opt_.reload_lookahead) break;  // and every later one
+      if (best && (m > best->microbatch || (m == best->microbatch && w.arrival > best->arrival)))
+        break;
+      if (const double due = EarliestReload(s, m); t < due - 1e-9) {
+        wake = std::min(wake, due);
+        continue;
+      }
+      // B(s,m) also waits for the forwards of m on the device's later stages:
+      // a reload must leave room for the next of them.
+      double reserve = 0;
+      for (int u : deeper_[s]) {
+        if (!f_started_[u * M_ + m]) reserve = std::max(reserve, p_.activation[u]);
+      }
+      if (!Fits(d, p_.offloadable[s], reserve)) continue;
+      best = &w;
+      best_stage = s;
+      break;
     }
-    if (!Fits(d, p_.offloadable[r.stage], reserve)) continue;
-    if (best < 0 || r.microbatch < sp_.At(wr[best]).microbatch) best = static_cast<int>(k);
   }
-  if (best >= 0) {
-    const int i = wr[best];
-    wr.erase(wr.begin() + best);
+  // One wake-up per link and time (the link is looked at after every event).
+  if (wake < kNever && !(t < wake_at_[l] && wake_at_[l] <= wake)) {
+    events_.push({wake, 1, lane});
+    wake_at_[l] = wake;
+  }
+  if (best) {
+    const int i = best->op;
+    auto& w = waiting_[best_stage];
+    w.erase(w.begin() + (best - w.data()));
     return Start(i, lane, t);
   }
   if (!ready_o_[l].empty()) {

@@ -14,8 +14,10 @@
 // lies far enough ahead to hide a round trip (O + R) are offloaded as their F
 // ends (the longest-lived first, as PipeOffload prefers), and reloaded just in
 // time: when fewer than `reload_lookahead` backwards of their stage remain
-// before theirs, and when the device keeps room for the forwards of that
-// micro-batch on its later stages. Options judge "far enough ahead" by the
+// before theirs, when the reload would not end before the backward can start
+// (the micro-batch's last finished op plus the rest of its F..B chain), and
+// when the device keeps room for the forwards of that micro-batch on its
+// later stages. Options judge "far enough ahead" by the
 // activation's own trip through the later stages (offloading already in the
 // warm-up) and keep one micro-batch in a few on the device for a link too slow
 // to carry them all. Copies of devices sharing a host link take turns on it.
