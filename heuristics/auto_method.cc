@@ -29,13 +29,14 @@ std::optional<Solution> TuneWarmup(const Problem& p, const SearchOptions& opt, d
   std::vector<std::optional<Schedule>> cand;
   std::vector<std::optional<SimResult>> score;
   const int S = p.stages();
+  Scorer scorer(p, opt.threads);
   const auto time_left = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds;
   };
   while (time_left() && !(opt.stop && opt.stop->load()) &&
          !(opt.max_evaluations && *evaluations >= *opt.max_evaluations)) {
-    BuildAndScore(
-        p, 2 * S, opt.threads,
+    scorer.Score(
+        2 * S,
         [&](int i) -> std::optional<Schedule> {
           // On the clock, a round cut short still counts (deterministic budgets finish it).
           if (!opt.max_evaluations && !time_left()) return std::nullopt;

@@ -27,14 +27,14 @@ void Scan(
     const std::function<void(int, std::optional<Schedule>&, std::optional<SimResult>&)>& take) {
   std::vector<std::optional<Schedule>> cand;
   std::vector<std::optional<SimResult>> score;
+  Scorer scorer(p, threads);
   for (int first = 0, batch = 1; first < n && (first == 0 || more());
        first += batch, batch = std::min(2 * batch, kMaxBatch)) {
     const int count = std::min(batch, n - first);
     // A candidate not yet started when time is up is skipped (the first never is).
-    BuildAndScore(
-        p, count, threads,
-        [&](int i) { return first + i == 0 || more() ? make(first + i) : std::nullopt; }, cand,
-        score);
+    scorer.Score(
+        count, [&](int i) { return first + i == 0 || more() ? make(first + i) : std::nullopt; },
+        cand, score);
     for (int i = 0; i < count; ++i) take(first + i, cand[i], score[i]);
   }
 }

@@ -5,7 +5,7 @@
 // candidate (so the published default goes first).
 //
 // Candidates are built and simulated in parallel batches of 1, 2, 4, 8, then
-// 16 (BuildAndScore; sizes independent of the thread count), so
+// 16 (Scorer; sizes independent of the thread count), so
 // the choice depends only on which candidates were scored: all of them,
 // unless opt's wall-clock limit or stop token ends the search: candidates not
 // started by then are skipped (never the first; the limit is ignored when

@@ -191,23 +191,23 @@ bool Better(const SimResult& a, const SimResult& b) {
   return a.objective <= b.objective + 1e-9 && Secondary(a) < Secondary(b) - 1e-9;
 }
 
-void BuildAndScore(const Problem& p, int n, int threads,
-                   const std::function<std::optional<Schedule>(int)>& make,
+Scorer::Scorer(const Problem& p, int threads)
+    : arena_(threads > 0 ? threads : tbb::task_arena::automatic), sims_([&p] {
+        Simulator sim(p);
+        sim.set_describe_deadlocks(false);
+        return sim;
+      }) {}
+
+void Scorer::Score(int n, const std::function<std::optional<Schedule>(int)>& make,
                    std::vector<std::optional<Schedule>>& cand,
                    std::vector<std::optional<SimResult>>& score) {
   cand.assign(n, std::nullopt);
   score.assign(n, std::nullopt);
-  tbb::enumerable_thread_specific<Simulator> sims([&] {
-    Simulator sim(p);
-    sim.set_describe_deadlocks(false);
-    return sim;
-  });
-  tbb::task_arena arena(threads > 0 ? threads : tbb::task_arena::automatic);
-  arena.execute([&] {
+  arena_.execute([&] {
     tbb::parallel_for(0, n, [&](int i) {
       cand[i] = make(i);
       if (!cand[i]) return;
-      StatusOr<SimResult> r = sims.local().Run(*cand[i]);
+      StatusOr<SimResult> r = sims_.local().Run(*cand[i]);
       if (r.ok()) score[i] = std::move(*r);
     });
   });
@@ -259,6 +259,7 @@ StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start,
   // by a few random moves (iterated local search), until a limit or
   // kMaxKicks kicks in a row that found nothing better.
   constexpr int kIdleRounds = 20, kMaxKicks = 300, kKickMoves = 4, kKickDraws = 8;
+  Scorer scorer(p, opt.threads);
   Simulator kick_sim(p);
   kick_sim.set_describe_deadlocks(false);
   Schedule walk = res.schedule;
@@ -315,9 +316,8 @@ StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start,
     if (opt.max_evaluations)
       n = static_cast<int>(std::min<std::int64_t>(n, *opt.max_evaluations - res.evaluations));
     for (int i = 0; i < n; ++i) drawn[i] = moves.Draw(rng, walk);
-    BuildAndScore(
-        p, n, opt.threads, [&](int i) { return moves.Apply(walk, walk_sim, drawn[i]); }, cand,
-        score);
+    scorer.Score(
+        n, [&](int i) { return moves.Apply(walk, walk_sim, drawn[i]); }, cand, score);
     int best = -1;
     for (int i = 0; i < n; ++i) {
       if (cand[i]) ++res.evaluations;

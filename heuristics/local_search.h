@@ -22,6 +22,9 @@
 //   StatusOr<SearchResult> r = LocalSearch(problem, start_schedule, opt);
 #pragma once
 
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/task_arena.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -61,14 +64,23 @@ struct SearchResult {
   double seconds = 0;
 };
 
-// Builds candidate i with make(i) and scores it with the simulator, for i in
-// [0, n), in parallel on `threads` (0: TBB's default). A candidate that make
+// Score builds candidate i with make(i) and scores it with the simulator, for
+// i in [0, n), in parallel on `threads` (0: TBB's default). A candidate that make
 // declines (nullopt) or that does not simulate gets no score. Deterministic:
-// slot i depends only on make(i).
-void BuildAndScore(const Problem& p, int n, int threads,
-                   const std::function<std::optional<Schedule>(int)>& make,
-                   std::vector<std::optional<Schedule>>& cand,
-                   std::vector<std::optional<SimResult>>& score);
+// slot i depends only on make(i). A Scorer keeps its thread arena and its
+// threads' simulators (with their scratch memory) from one batch to the next:
+// made afresh per batch they cost more than scoring a batch of small schedules.
+class Scorer {
+ public:
+  Scorer(const Problem& p, int threads);
+  void Score(int n, const std::function<std::optional<Schedule>(int)>& make,
+             std::vector<std::optional<Schedule>>& cand,
+             std::vector<std::optional<SimResult>>& score);
+
+ private:
+  tbb::task_arena arena_;
+  tbb::enumerable_thread_specific<Simulator> sims_;
+};
 
 // The search order on results: lower objective, then lower sum of device spans.
 bool Better(const SimResult& a, const SimResult& b);
