@@ -136,28 +136,6 @@ std::vector<int> LinkOfDevice(const Problem& p) {
   return link;
 }
 
-int DeviceOf(const Problem& p, const Op& op) { return p.stage_device[op.stage]; }
-
-double Duration(const Problem& p, const Op& op) {
-  const int s = op.stage;
-  switch (op.type) {
-    case OpType::kF:
-      return p.f[s];
-    case OpType::kB:
-      return p.split_backward ? p.b[s] : p.b[s] + p.w[s];
-    case OpType::kW:
-      return p.w[s];
-    case OpType::kO:
-    case OpType::kR:
-      return p.offload ? (*p.offload)[s] : 0.0;
-  }
-  return 0.0;
-}
-
-double CommTime(const Problem& p, int s) {
-  return p.stage_device[s] == p.stage_device[s + 1] ? 0.0 : p.comm[s];
-}
-
 std::vector<double> ForwardToBackward(const Problem& p) {
   const int S = p.stages();
   std::vector<double> gap(S, 0.0);
@@ -165,31 +143,6 @@ std::vector<double> ForwardToBackward(const Problem& p) {
     gap[s] = gap[s + 1] + 2 * CommTime(p, s) + p.f[s + 1] + Duration(p, Op{OpType::kB, s + 1, 0});
   }
   return gap;
-}
-
-double Allocates(const Problem& p, const Op& op) {
-  switch (op.type) {
-    case OpType::kF:
-      return p.activation[op.stage];
-    case OpType::kR:
-      return p.offloadable[op.stage];
-    default:
-      return 0.0;
-  }
-}
-
-double Frees(const Problem& p, const Op& op) {
-  const int s = op.stage;
-  switch (op.type) {
-    case OpType::kB:
-      return p.split_backward ? p.freed_by_b[s] : p.activation[s];
-    case OpType::kW:
-      return p.activation[s] - p.freed_by_b[s];
-    case OpType::kO:
-      return p.offloadable[s];
-    default:
-      return 0.0;
-  }
 }
 
 }  // namespace optpipe

@@ -63,18 +63,61 @@ StatusOr<std::vector<int>> PlaceStages(const std::string& placement, int devices
 // Host-link id of every device [D].
 std::vector<int> LinkOfDevice(const Problem& p);
 
-// --- Per-op quantities, the one definition every component uses. ---
+// --- Per-op quantities, the one definition every component uses (inline:
+// the simulator calls them for every op of every simulation). ---
 
-int DeviceOf(const Problem& p, const Op& op);
-double Duration(const Problem& p, const Op& op);
+inline int DeviceOf(const Problem& p, const Op& op) { return p.stage_device[op.stage]; }
+
+inline double Duration(const Problem& p, const Op& op) {
+  const int s = op.stage;
+  switch (op.type) {
+    case OpType::kF:
+      return p.f[s];
+    case OpType::kB:
+      return p.split_backward ? p.b[s] : p.b[s] + p.w[s];
+    case OpType::kW:
+      return p.w[s];
+    case OpType::kO:
+    case OpType::kR:
+      return p.offload ? (*p.offload)[s] : 0.0;
+  }
+  return 0.0;
+}
+
 // Transfer time from stage s to s+1 (either direction); 0 on one device.
-double CommTime(const Problem& p, int s);
+inline double CommTime(const Problem& p, int s) {
+  return p.stage_device[s] == p.stage_device[s + 1] ? 0.0 : p.comm[s];
+}
+
 // [S] the least time from F(s,m)'s end to B(s,m)'s start: the forwards of the
 // later stages, their backwards back, and the comms both ways.
 std::vector<double> ForwardToBackward(const Problem& p);
+
 // Memory an op allocates at its start (F: activation, R: offloadable).
-double Allocates(const Problem& p, const Op& op);
+inline double Allocates(const Problem& p, const Op& op) {
+  switch (op.type) {
+    case OpType::kF:
+      return p.activation[op.stage];
+    case OpType::kR:
+      return p.offloadable[op.stage];
+    default:
+      return 0.0;
+  }
+}
+
 // Memory an op frees at its end (B, W, O).
-double Frees(const Problem& p, const Op& op);
+inline double Frees(const Problem& p, const Op& op) {
+  const int s = op.stage;
+  switch (op.type) {
+    case OpType::kB:
+      return p.split_backward ? p.freed_by_b[s] : p.activation[s];
+    case OpType::kW:
+      return p.activation[s] - p.freed_by_b[s];
+    case OpType::kO:
+      return p.offloadable[s];
+    default:
+      return 0.0;
+  }
+}
 
 }  // namespace optpipe
