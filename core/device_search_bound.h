@@ -1,0 +1,57 @@
+// DeviceSearchBound: a lower bound on the makespan from each device alone,
+// solved exactly by a branch-and-bound search; stronger than
+// ComputeLowerBound (core/lower_bound.h) where a device is both busy and
+// short of memory, and too costly to run on every call of it.
+//
+// A device that holds one stage s runs M forwards, backwards (and weight
+// gradients) and, with offload, copies on its host link. The relaxation keeps
+// only that device and its own link (other devices' copies are dropped), and
+// replaces the rest of the pipeline by bounds on when its ops may run, with
+// t0 = 0 the first start of the iteration:
+//  * the k-th forward of stage s to start starts no earlier than rF_s(k):
+//    rF_0(k) = k f_0, rF_s(k) = max(rF_{s-1}(k) + f_{s-1} + comm, rF_s(k-1) + f_s)
+//    (the k first F(s) each need a distinct F(s-1) ended);
+//  * the k-th backward to start, likewise from the backwards of stage s+1;
+//  * after the end of the k-th last backward, at least qB_s(k) of time:
+//    the backwards of the stages below and the device's own last ops;
+//  * B(s,m) starts at least ForwardToBackward(s) after F(s,m) ends;
+//  * memory as in FORMAT.md: F allocates the activation at its start, O frees
+//    the offloadable part at its end, R brings it back at its start, B and W
+//    free at their ends; at most limit - static at any instant.
+// The micro-batches of the relaxation differ only by position, so the kept
+// activations may be taken in forward order for their backwards, the
+// offloaded ones likewise for their copies and backwards, and the weight
+// gradients in backward order (each swap keeps every count of resident
+// memory and every precedence). The search places the ops in order of start
+// time, each as early as its lane, its predecessors and memory allow; states
+// whose times are all no earlier than a visited state's with the same counts
+// are pruned. The least makespan of the relaxation is a lower bound on the
+// problem's; the search proves it within a node budget or reports nothing.
+//
+//   DeviceSearchOptions opt;
+//   double lb = DeviceSearchBound(problem, opt).value;  // 0 if nothing proven
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/problem.h"
+
+namespace optpipe {
+
+struct DeviceSearchOptions {
+  // Search nodes per device (a deterministic budget); a device whose search
+  // does not finish within it adds nothing to the bound.
+  std::int64_t max_nodes_per_device = 2'000'000;
+};
+
+struct DeviceSearchBound {
+  double value = 0;                  // max over devices of device_value; 0 if none proven
+  std::vector<double> device_value;  // [D] the relaxation's optimum, or 0 (not proven / skipped)
+  std::int64_t nodes = 0;            // search nodes over all devices
+};
+
+// Makespan objective only; devices with more than one stage are skipped.
+DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchOptions& opt = {});
+
+}  // namespace optpipe

@@ -1,0 +1,84 @@
+#include "core/device_search_bound.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "core/lower_bound.h"
+#include "core/simulator.h"
+#include "tests/testing.h"
+
+namespace optpipe {
+namespace {
+
+// The optimum over every order-driven schedule of a tiny problem: never below
+// the true optimum, so a valid bound never exceeds it.
+double BruteForceOptimum(const Problem& p, bool offload) {
+  double best = std::numeric_limits<double>::infinity();
+  Simulator sim(p);
+  sim.set_describe_deadlocks(false);
+  testing::ForEachSchedule(p, offload, [&](const Schedule& s) {
+    StatusOr<SimResult> r = sim.Run(s);
+    if (r.ok()) best = std::min(best, r->objective);
+  });
+  return best;
+}
+
+// Under random tight limits, with and without offload, split and fused, one
+// link per device and one shared: the search bound never exceeds the
+// brute-force optimum, and it is above the core bound on a good share of them.
+TEST(DeviceSearchBound, NeverAboveTheBruteForceOptimum) {
+  std::mt19937 rng(23);
+  int above_core = 0, tight = 0, tried = 0;
+  for (int trial = 0; trial < 48; ++trial) {
+    const bool offload = trial % 2 == 1;
+    const bool split = trial % 3 != 0;
+    const int devices = trial % 8 == 6 ? 3 : 2;
+    const int m = offload || devices == 3 || split ? 2 : 3;
+    Problem p = testing::RandomProblem(rng, devices, m, 1, split, offload);
+    if (trial % 4 == 3 && devices == 2) p.host_links = {{0, 1}};
+    p.memory_limit = p.static_memory;
+    for (int d = 0; d < devices; ++d)  // rooms for 1 to 1.75 activations
+      (*p.memory_limit)[d] += p.activation[d] * (1.0 + 0.25 * ((trial / 2) % 4));
+    const double opt = BruteForceOptimum(p, offload);
+    if (opt == std::numeric_limits<double>::infinity()) continue;
+    ++tried;
+    const DeviceSearchBound sb = ComputeDeviceSearchBound(p);
+    EXPECT_LE(sb.value, opt + 1e-9) << ToJson(p);
+    above_core += sb.value > ComputeLowerBound(p).value + 1e-6;
+    tight += sb.value >= opt - 1e-6;
+  }
+  EXPECT_GE(tried, 40);
+  EXPECT_GE(above_core, 8);
+  EXPECT_GE(tight, 16);
+}
+
+// By hand: two devices, unit costs, split, the activation (1, half of it
+// freed by B) on stage 0 only, room for one. Without offload, F(0,1) waits
+// for W(0,0) (0.5 + 1 does not fit): F00 B10... B00 at 3, W00 ends 5, and
+// micro-batch 1 the same from 5: 10. The memory-time bound weighs the whole
+// life 4 and half the W, 2 x 4.5 = 9. With offload 0.5 both activations go to
+// the host (F00 O00 F01 O01, then R00 B00 W00 R01 B01 W01 from 3): 8.
+TEST(DeviceSearchBound, RoomForOneActivationByHand) {
+  const auto make = [](bool offload) {
+    std::string json =
+        R"("devices": 2, "microbatches": 2, "split_backward": true,
+           "stage_time": {"f": 1, "b": 1, "w": 1}, "memory": {"activation": [1, 0],
+           "freed_by_b": [0.5, 0], "static": 0, "limit": [1, 1]})";
+    if (offload) json += R"(, "offload_time": 0.5)";
+    return testing::MakeProblem(json);
+  };
+  const Problem kept = make(false), off = make(true);
+  EXPECT_NEAR(ComputeLowerBound(kept).value, 9, 1e-6);
+  EXPECT_NEAR(ComputeDeviceSearchBound(kept).value, 10, 1e-9);
+  EXPECT_NEAR(BruteForceOptimum(kept, false), 10, 1e-9);
+  EXPECT_LT(ComputeLowerBound(off).value, 8 - 0.1);
+  EXPECT_NEAR(ComputeDeviceSearchBound(off).value, 8, 1e-9);
+  EXPECT_NEAR(BruteForceOptimum(off, true), 8, 1e-9);
+  const DeviceSearchBound sb = ComputeDeviceSearchBound(off);
+  ASSERT_EQ(sb.device_value.size(), 2u);
+  EXPECT_NEAR(sb.device_value[1], 1 + 6, 1e-9);  // device 1 alone: its head and its work
+}
+
+}  // namespace
+}  // namespace optpipe
