@@ -261,7 +261,9 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
   const int S = p.stages(), M = p.microbatches, D = p.devices;
   DeviceSearchBound out;
   out.device_value.assign(D, 0.0);
-  if (p.objective != Objective::kMakespan || M > 24) return out;
+  // Without a memory limit the search has little to prune, and the device
+  // bound of ComputeLowerBound is close to what it would prove.
+  if (p.objective != Objective::kMakespan || !p.memory_limit || M > 24) return out;
   const auto bdur = [&](int s) { return Duration(p, Op{OpType::kB, s, 0}); };
   // Release times of the k-th F and B of every stage, and tails after the
   // k-th last B (see the header).

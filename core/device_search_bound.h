@@ -29,7 +29,7 @@
 // problem's; the search proves it within a node budget or reports nothing.
 //
 //   DeviceSearchOptions opt;
-//   double lb = DeviceSearchBound(problem, opt).value;  // 0 if nothing proven
+//   double lb = ComputeDeviceSearchBound(problem, opt).value;  // 0 if nothing proven
 #pragma once
 
 #include <cstdint>
@@ -51,7 +51,8 @@ struct DeviceSearchBound {
   std::int64_t nodes = 0;            // search nodes over all devices
 };
 
-// Makespan objective only; devices with more than one stage are skipped.
+// Makespan objective under a memory limit, at most 24 micro-batches; devices
+// with more than one stage are skipped (0 where nothing applies).
 DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchOptions& opt = {});
 
 }  // namespace optpipe

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/checker.h"
+#include "core/device_search_bound.h"
 #include "core/lower_bound.h"
 #include "core/text_format.h"
 #include "exact/lp_solve_backend.h"
@@ -71,7 +72,14 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
   };
 
   MilpResult res;
-  const double core_bound = ComputeLowerBound(p).value;
+  // The core bounds: ComputeLowerBound, and each device alone solved exactly.
+  double core_bound = ComputeLowerBound(p).value;
+  if (opt.device_search_nodes > 0) {
+    const DeviceSearchBound search = ComputeDeviceSearchBound(p, {opt.device_search_nodes});
+    core_bound = std::max(core_bound, search.value);
+    log("device search bound " + FormatNumber(search.value) + " (" + std::to_string(search.nodes) +
+        " nodes), core bound " + FormatNumber(core_bound));
+  }
   Simulator simulator(p);
   std::optional<Schedule> best;
   std::optional<SimResult> best_sim;

@@ -55,6 +55,10 @@ struct MilpOptions {
   // offload it is the paper's restriction (an O/R pair must fit between the F
   // and the B of one micro-batch, which a re-labelling can break).
   bool fix_microbatch_order = true;
+  // Node budget per device of DeviceSearchBound (core/device_search_bound.h),
+  // whose bound joins ComputeLowerBound's: reported, and a cut on the
+  // objective. At most about a second per device at 4x8; 0: not run.
+  std::int64_t device_search_nodes = 1'000'000;
 };
 
 enum class MilpTermination {
@@ -91,7 +95,7 @@ struct MilpResult {
   std::optional<Schedule> schedule;
   std::optional<SimResult> sim;
   double objective = 0;          // sim->objective when there is a schedule
-  double bound = 0;              // max(MILP bound, ComputeLowerBound); == objective when optimal
+  double bound = 0;              // max(MILP bound, core bounds); == objective when optimal
   double gap = 0;                // (objective - bound) / objective
   bool from_warm_start = false;  // the solver found nothing better than the warm start
   std::string warm_start_method;

@@ -2,8 +2,8 @@
 // one row each. Metrics:
 //   objective  the problem's objective (makespan or device_span) of the schedule
 //   ratio      objective / the best objective any listed method reached on the problem
-//   bound      the best lower bound known for the problem: core's ComputeLowerBound
-//              and every bound a method proved in this run (the MILP's)
+//   bound      the best lower bound known for the problem: core's ComputeLowerBound and
+//              DeviceSearchBound, and every bound a method proved in this run (the MILP's)
 //   gap        (objective - bound) / objective
 //   invalid    the checker's violations of the written schedule (0 unless it is wrong)
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/checker.h"
+#include "core/device_search_bound.h"
 #include "core/format.h"
 #include "core/lower_bound.h"
 #include "tools/bench_report.h"
@@ -64,7 +65,7 @@ int Run(const Args& a) {
     StatusOr<Problem> p = LoadProblem(path);
     if (!p.ok()) return Fail(p.status());
     const std::size_t first = rows.size();
-    double bound = ComputeLowerBound(*p).value;
+    double bound = std::max(ComputeLowerBound(*p).value, ComputeDeviceSearchBound(*p).value);
     for (const std::string& m : methods) {
       std::cerr << "optpipe: bench " << p->name << " (" << p->devices << "x" << p->microbatches
                 << ") " << m << "\n";
