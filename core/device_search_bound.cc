@@ -9,6 +9,7 @@ namespace optpipe {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int kMaxMicrobatches = 24;  // the search's keys hold one bit per forward
 
 // One device holding one stage, with the rest of the pipeline as release
 // times and tails (see the header).
@@ -99,12 +100,14 @@ class Search {
     return lb;
   }
 
+  // Exact (no two states share a key): six counts of at most 24 in base 33
+  // take 31 bits, the offload choice of at most 24 forwards the low 24.
   std::uint64_t Key(const State& s) const {
     std::uint64_t k = 0;
     for (int v : {s.nF, s.nO, s.nR, s.nBk, s.nBo, s.nW}) k = k * 33 + static_cast<std::uint64_t>(v);
     std::uint64_t mask = 0;
     for (int i = 0; i < s.nF; ++i) mask |= static_cast<std::uint64_t>(s.off[i]) << i;
-    return k * 0x9E3779B97F4A7C15ull ^ mask;
+    return k << kMaxMicrobatches | mask;
   }
   std::vector<double> Times(const State& s) const {
     std::vector<double> v = {s.t, s.obj, std::max(s.cf, s.t), std::max(s.lf, s.t)};
@@ -119,14 +122,12 @@ class Search {
     std::vector<double> v = Times(s);
     auto& seen = memo_[key];
     for (const std::vector<double>& u : seen) {
-      if (u.size() != v.size()) continue;  // a hash collision: not comparable
       bool all = true;
       for (std::size_t i = 0; i < v.size() && all; ++i) all = u[i] <= v[i] + tol_;
       if (all) return true;
     }
     if (stored_ < kMaxStored) {
       std::erase_if(seen, [&](const std::vector<double>& u) {
-        if (u.size() != v.size()) return false;
         for (std::size_t i = 0; i < v.size(); ++i)
           if (v[i] > u[i] + tol_) return false;
         --stored_;
@@ -263,7 +264,7 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
   out.device_value.assign(D, 0.0);
   // Without a memory limit the search has little to prune, and the device
   // bound of ComputeLowerBound is close to what it would prove.
-  if (p.objective != Objective::kMakespan || !p.memory_limit || M > 24) return out;
+  if (p.objective != Objective::kMakespan || !p.memory_limit || M > kMaxMicrobatches) return out;
   const auto bdur = [&](int s) { return Duration(p, Op{OpType::kB, s, 0}); };
   // Release times of the k-th F and B of every stage, and tails after the
   // k-th last B (see the header).
