@@ -158,12 +158,13 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
   milp::Hint hint;
   if (best) hint = {&*best, &*best_sim};
   milp::Model model = milp::BuildModel(p, bo, hint);
-  if (model.infeasible && best && bo.fix_microbatch_order) {
+  if (model.infeasible && bo.fix_microbatch_order && (best || p.offload_allowed())) {
     // A warm start that breaks the micro-batch order (possible with offload,
-    // where re-labelling it is not sound) may lie outside the ordered model:
-    // fall back to the model without that restriction, which holds it.
-    log("the ordered model excludes the warm start (" + model.infeasible_reason +
-        "): micro-batch order left free");
+    // where re-labelling it is not sound) may lie outside the ordered model,
+    // and with offload the ordered model may have no schedule where the
+    // problem has one: fall back to the model without that restriction.
+    log("the ordered model " + std::string(best ? "excludes the warm start" : "has no schedule") +
+        " (" + model.infeasible_reason + "): micro-batch order left free");
     bo.fix_microbatch_order = false;
     model = milp::BuildModel(p, bo, hint);
   }
@@ -233,38 +234,71 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
     if (opt.on_improvement) opt.on_improvement(*best, *best_sim);
   };
 
+  // With offload, the fixed micro-batch order is a restriction (see
+  // MilpOptions): that model's solutions are schedules, but its bounds,
+  // optimum and infeasibility say nothing of the problem. Solved to the end
+  // with time left, the search goes on in the model without it.
+  bool restricted = bo.fix_microbatch_order && model.offload_binaries > 0;
   milp::LpParams lp;
   lp.should_stop = should_stop;
   lp.on_incumbent = consider;
   lp.on_root_bound = [&](double v) {
+    if (restricted) return;
     res.stats.root_bound = v;
     log("root relaxation " + FormatNumber(v));
   };
   // With every time a multiple of the grain, so is every objective: a node
   // that cannot beat the incumbent by a full grain cannot beat it at all.
   if (grain > 0) lp.absolute_gap = 0.99 * grain;
-  const milp::LpOutcome out = milp::SolveWithLpSolve(model, lp);
+  milp::LpOutcome out = milp::SolveWithLpSolve(model, lp);
   res.stats.nodes = out.nodes;
   if (out.has_solution) consider(out.values, out.objective);
+  const bool ended =
+      out.code == milp::LpOutcome::Code::kOptimal || out.code == milp::LpOutcome::Code::kInfeasible;
+  if (restricted && ended && !should_stop()) {
+    log("done with the micro-batch order fixed, a restriction under offload: searching on "
+        "without it");
+    bo.fix_microbatch_order = false;
+    milp::Hint free_hint;
+    if (best) {
+      bo.horizon = milp::ModelObjective(p, *best_sim);
+      free_hint = {&*best, &*best_sim};
+    }
+    model = milp::BuildModel(p, bo, free_hint);
+    if (model.infeasible && best) {
+      return Internal("milp: the model rejects its own warm start: " + model.infeasible_reason);
+    }
+    restricted = false;
+    if (model.infeasible) {
+      log("infeasible: " + model.infeasible_reason);
+      return finish(MilpTermination::kInfeasible, core_bound);
+    }
+    out = milp::SolveWithLpSolve(model, lp);
+    res.stats.nodes += out.nodes;
+    if (out.has_solution) consider(out.values, out.objective);
+  }
+  const double root = restricted ? core_bound : res.stats.root_bound;
 
   switch (out.code) {
     case milp::LpOutcome::Code::kOptimal: {
+      if (restricted) return finish(stopped.value_or(MilpTermination::kTimeLimit), core_bound);
       // Optimal for the model: nothing beats max(incumbent, horizon) by a grain.
       const double milp_bound = out.has_solution ? std::min(out.objective, bo.horizon) : bo.horizon;
       return finish(MilpTermination::kOptimal, milp_bound);
     }
     case milp::LpOutcome::Code::kStopped:
-      return finish(stopped.value_or(MilpTermination::kTimeLimit), res.stats.root_bound);
+      return finish(stopped.value_or(MilpTermination::kTimeLimit), root);
     case milp::LpOutcome::Code::kInfeasible:
       if (best) {
         log("lp_solve reports infeasible although the warm start fits: keeping it");
         return finish(MilpTermination::kTimeLimit, core_bound);
       }
+      if (restricted) return finish(stopped.value_or(MilpTermination::kTimeLimit), core_bound);
       return finish(MilpTermination::kInfeasible, core_bound);
     case milp::LpOutcome::Code::kError:
       if (best) {
         log(out.error + ": keeping the best schedule so far");
-        return finish(stopped.value_or(MilpTermination::kTimeLimit), res.stats.root_bound);
+        return finish(stopped.value_or(MilpTermination::kTimeLimit), root);
       }
       return Internal("milp: " + out.error);
   }

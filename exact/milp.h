@@ -53,7 +53,10 @@ struct MilpOptions {
   // section 4.1.1). Without offload this loses no optimum: sorting each type's
   // start times per stage keeps every dependency, lane and memory count. With
   // offload it is the paper's restriction (an O/R pair must fit between the F
-  // and the B of one micro-batch, which a re-labelling can break).
+  // and the B of one micro-batch, which a re-labelling can break): the ordered
+  // model then only finds schedules; its bounds are not reported, and once it
+  // is solved (or found empty) the search goes on in the model without that
+  // order, whose optimum and bounds hold for the problem.
   bool fix_microbatch_order = true;
   // Node budget per device of DeviceSearchBound (core/device_search_bound.h),
   // whose bound joins ComputeLowerBound's: reported, and a cut on the
