@@ -1,8 +1,8 @@
 // Local-search improvement over time: from the list scheduler's schedule, the
 // incumbent after 0.1, 0.25, 0.5, 1, 2 and 4 s of LocalSearch (as a ratio to
-// the lower bound), and evaluations per second on one thread and on all.
-// Run: build/bin/optpipe_search_report [seconds, default 4] [problem.json...]
-// (default: the tight-memory benchmark problems in tests/bench/problems).
+// the lower bound, the device search bound included), and evaluations per second on one thread and
+// on all. Run: build/bin/optpipe_search_report [seconds, default 4] [problem.json...] (default: the
+// tight-memory benchmark problems in tests/bench/problems).
 #include <tbb/info.h>
 
 #include <chrono>
@@ -11,9 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "core/device_search_bound.h"
 #include "core/format.h"
-#include "core/text_format.h"
 #include "core/lower_bound.h"
+#include "core/text_format.h"
 #include "heuristics/list_scheduler.h"
 #include "heuristics/local_search.h"
 
@@ -57,8 +58,8 @@ int main(int argc, char** argv) {
   const double seconds = argc > 1 ? std::atof(argv[1]) : 4.0;
   std::vector<std::string> files(argv + std::min(argc, 2), argv + argc);
   if (files.empty()) {
-    for (const char* name : {"r48-6s", "hetoff-4s", "u48-r2-o2", "hetmem8x16-1f", "fz8x16v1-L3",
-                             "fz8x16v2-L5"}) {
+    for (const char* name :
+         {"r48-6s", "hetoff-4s", "u48-r2-o2", "hetmem8x16-1f", "fz8x16v1-L3", "fz8x16v2-L5"}) {
       files.push_back(std::string(OPTPIPE_SOURCE_DIR) + "/tests/bench/problems/" + name + ".json");
     }
   }
@@ -80,12 +81,13 @@ int main(int argc, char** argv) {
       return 2;
     }
     StatusOr<Schedule> start = BuildList(*p);
-    StatusOr<SimResult> s0 = start.ok() ? Simulate(*p, *start) : StatusOr<SimResult>(start.status());
+    StatusOr<SimResult> s0 =
+        start.ok() ? Simulate(*p, *start) : StatusOr<SimResult>(start.status());
     if (!s0.ok()) {
       std::printf("| %s | list: %s |\n", p->name.c_str(), s0.status().message().c_str());
       continue;
     }
-    const double lb = ComputeLowerBound(*p).value;
+    const double lb = std::max(ComputeLowerBound(*p).value, ComputeDeviceSearchBound(*p).value);
     const Trace one = Search(*p, *start, std::min(seconds, 1.0), 1);
     const Trace all = Search(*p, *start, seconds, 0);
     std::printf("| %s | %s | x%.3f |", p->name.c_str(), FormatNumber(lb).c_str(),
