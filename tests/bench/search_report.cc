@@ -1,8 +1,9 @@
 // Local-search improvement over time: from the list scheduler's schedule, the
 // incumbent after 0.1, 0.25, 0.5, 1, 2 and 4 s of LocalSearch (as a ratio to
-// the lower bound, the device search bound included), and evaluations per second on one thread and
-// on all. Run: build/bin/optpipe_search_report [seconds, default 4] [problem.json...] (default: the
-// tight-memory benchmark problems in tests/bench/problems).
+// the lower bound, the device search bound included), and evaluations per
+// second on one thread and on all.
+// Run: build/bin/optpipe_search_report [seconds, default 4] [problem.json...]
+// (default: some tight-memory problems of tests/bench/problems).
 #include <tbb/info.h>
 
 #include <chrono>
