@@ -1,6 +1,7 @@
 #include "core/device_search_bound.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
@@ -39,7 +40,10 @@ struct State {
 
 class Search {
  public:
-  Search(const Relaxed& r, std::int64_t max_nodes) : r_(r), max_nodes_(max_nodes) {
+  // The search stops (and bounds what it left) after max_nodes nodes or at
+  // `deadline`, whichever comes first.
+  Search(const Relaxed& r, std::int64_t max_nodes, std::chrono::steady_clock::time_point deadline)
+      : r_(r), max_nodes_(max_nodes), deadline_(deadline) {
     tol_ = 1e-9 * std::max(1.0, r.rF.back() + r.b + r.qB.back());
   }
 
@@ -50,7 +54,7 @@ class Search {
     Dfs(s);
     return std::min(best_, open_min_);
   }
-  bool finished() const { return nodes_ <= max_nodes_; }
+  bool finished() const { return !exhausted_; }
   std::int64_t nodes() const { return nodes_; }
 
  private:
@@ -226,7 +230,7 @@ class Search {
   }
 
   void Dfs(const State& s) {
-    if (++nodes_ > max_nodes_) {
+    if (Exhausted()) {
       open_min_ = std::min(open_min_, NodeBound(s));
       return;
     }
@@ -238,7 +242,7 @@ class Search {
     if (NodeBound(s) >= best_ - tol_ || Dominated(s)) return;
     for (const Move& mv : Moves(s)) {
       State n = Apply(s, mv);
-      if (nodes_ > max_nodes_) {
+      if (exhausted_) {
         open_min_ = std::min(open_min_, NodeBound(n));
         continue;
       }
@@ -249,7 +253,19 @@ class Search {
 
   static constexpr std::int64_t kMaxStored = 400000;
   const Relaxed& r_;
+  // Counts a node; true from the first node past the budget or the deadline
+  // on (the clock is read every 1024 nodes).
+  bool Exhausted() {
+    if (exhausted_) return true;
+    ++nodes_;
+    exhausted_ = nodes_ > max_nodes_ ||
+                 (nodes_ % 1024 == 0 && std::chrono::steady_clock::now() >= deadline_);
+    return exhausted_;
+  }
+
   std::int64_t max_nodes_;
+  std::chrono::steady_clock::time_point deadline_;
+  bool exhausted_ = false;
   std::int64_t nodes_ = 0, stored_ = 0;
   double tol_ = 0;
   double best_ = kInf, open_min_ = kInf;
@@ -294,6 +310,9 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
     }
   }
   const std::vector<double> gap = ForwardToBackward(p);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(std::max(0.0, opt.time_limit_s)));
   for (int d = 0; d < D; ++d) {
     int stage = -1, count = 0;
     for (int s = 0; s < S; ++s) {
@@ -320,9 +339,10 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
     r.rF = rF[s];
     r.rB = rB[s];
     r.qB = qB[s];
-    Search search(r, opt.max_nodes_per_device);
+    Search search(r, opt.max_nodes_per_device, deadline);
     const double v = search.Run();
     out.nodes += search.nodes();
+    out.finished = out.finished && search.finished();
     if (v < kInf) out.device_value[d] = v;
     out.value = std::max(out.value, out.device_value[d]);
   }

@@ -75,10 +75,12 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
   // The core bounds: ComputeLowerBound, and each device alone solved exactly.
   double core_bound = ComputeLowerBound(p).value;
   if (opt.device_search_nodes > 0) {
-    const DeviceSearchBound search = ComputeDeviceSearchBound(p, {opt.device_search_nodes});
+    const DeviceSearchBound search =
+        ComputeDeviceSearchBound(p, {opt.device_search_nodes, opt.time_limit_s / 4});
     core_bound = std::max(core_bound, search.value);
     log("device search bound " + FormatNumber(search.value) + " (" + std::to_string(search.nodes) +
-        " nodes), core bound " + FormatNumber(core_bound));
+        " nodes" + (search.finished ? "" : ", cut short") + "), core bound " +
+        FormatNumber(core_bound));
   }
   Simulator simulator(p);
   std::optional<Schedule> best;

@@ -60,7 +60,7 @@ struct MilpOptions {
   bool fix_microbatch_order = true;
   // Node budget per device of DeviceSearchBound (core/device_search_bound.h),
   // whose bound joins ComputeLowerBound's: reported, and a cut on the
-  // objective. At most about a second per device at 4x8; 0: not run.
+  // objective. It gets at most a quarter of time_limit_s; 0: not run.
   std::int64_t device_search_nodes = 1'000'000;
 };
 

@@ -14,6 +14,7 @@ Command AddBound(CLI::App& app) {
   struct Args {
     std::string problem;
     bool json = false;
+    double search_seconds = DeviceSearchOptions{}.time_limit_s;
   };
   auto args = std::make_shared<Args>();
   CLI::App* sub =
@@ -21,7 +22,12 @@ Command AddBound(CLI::App& app) {
   sub->add_option("problem", args->problem, "optpipe-problem/1 JSON file")->required();
   sub->add_flag("--json", args->json,
                 "Print {bound, device_bound, critical_path, memory_bound, device_search_bound, "
-                "binding_device}");
+                "device_search_finished, binding_device}");
+  sub->add_option("--search-seconds", args->search_seconds,
+                  "Wall-clock budget of the device search (cut short, it still bounds, more "
+                  "weakly)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   sub->footer(
       "The largest of: the busiest device's work plus the unavoidable fill before its first op\n"
       "and drain after its last; one micro-batch's critical path; under memory.limit, the\n"
@@ -34,7 +40,9 @@ Command AddBound(CLI::App& app) {
             StatusOr<Problem> p = LoadProblem(args->problem);
             if (!p.ok()) return Fail(p.status());
             const LowerBound lb = ComputeLowerBound(*p);
-            const DeviceSearchBound search = ComputeDeviceSearchBound(*p);
+            DeviceSearchOptions so;
+            so.time_limit_s = args->search_seconds;
+            const DeviceSearchBound search = ComputeDeviceSearchBound(*p, so);
             const double bound = std::max(lb.value, search.value);
             if (args->json) {
               std::cout << nlohmann::json{{"bound", bound},
@@ -42,6 +50,7 @@ Command AddBound(CLI::App& app) {
                                           {"critical_path", lb.critical_path},
                                           {"memory_bound", lb.memory_bound},
                                           {"device_search_bound", search.value},
+                                          {"device_search_finished", search.finished},
                                           {"binding_device", lb.binding_device}}
                                .dump(1)
                         << "\n";
@@ -51,7 +60,7 @@ Command AddBound(CLI::App& app) {
                         << lb.critical_path;
               if (p->memory_limit) {
                 std::cout << ", memory bound " << lb.memory_bound << ", device search bound "
-                          << search.value;
+                          << search.value << (search.finished ? "" : " (search cut short)");
               }
               std::cout << ")\n";
             }

@@ -80,5 +80,24 @@ TEST(DeviceSearchBound, RoomForOneActivationByHand) {
   EXPECT_NEAR(sb.device_value[1], 1 + 6, 1e-9);  // device 1 alone: its head and its work
 }
 
+// A search cut short (node budget or clock) still bounds, more weakly: it
+// reports the least bound of the nodes it left, never more than the finished
+// search proves, and says it was cut short.
+TEST(DeviceSearchBound, ACutShortSearchStillBounds) {
+  const Problem p = testing::MakeProblem(
+      R"("devices": 4, "microbatches": 8, "stage_time": {"f": 1, "b": 1, "w": 1},
+         "offload_time": 2, "memory": {"activation": 1, "freed_by_b": 0.5, "limit": 2})");
+  const DeviceSearchBound full = ComputeDeviceSearchBound(p);
+  ASSERT_TRUE(full.finished);
+  EXPECT_GT(full.value, ComputeLowerBound(p).value + 1);  // the search pays here
+  for (const DeviceSearchOptions& o :
+       {DeviceSearchOptions{1000, 60.0}, DeviceSearchOptions{1'000'000, 0.0}}) {
+    const DeviceSearchBound cut = ComputeDeviceSearchBound(p, o);
+    EXPECT_FALSE(cut.finished);
+    EXPECT_GT(cut.value, 0.0);
+    EXPECT_LE(cut.value, full.value + 1e-9);
+  }
+}
+
 }  // namespace
 }  // namespace optpipe
