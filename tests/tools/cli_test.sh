@@ -16,6 +16,21 @@ m_val=$(json_field "$tmp/v.json" makespan)
 if [ "$m_sched" = "$m_val" ] && [ "$m_sched" = "30.0" ]; then passed=$((passed + 1)); else
   echo "FAIL: makespan schedule=$m_sched validate=$m_val (expected 30.0)"; failed=$((failed + 1)); fi
 
+# schedule reports the bound `bound` does where its device search finishes
+# (unit costs, room for two activations, a slow link: the search lifts the
+# bound from 27.2 to 32).
+tight="$tmp/tight.json"
+echo '{"format": "optpipe-problem/1", "devices": 4, "microbatches": 8, "stage_time":
+  {"f": 1, "b": 1, "w": 1}, "offload_time": 2, "memory": {"activation": 1, "freed_by_b": 0.5,
+  "limit": 2}}' >"$tight"
+want='"device_search_finished": true' expect 0 "bound: search finishes" -- "$bin" bound "$tight" --json
+"$bin" bound "$tight" --json >"$tmp/tb.json"
+want="" expect 0 "schedule po-h tight" -- "$bin" schedule "$tight" --method po-h -o "$tmp/ts.json"
+b_bound=$(json_field "$tmp/tb.json" bound)
+b_sched=$(json_field "$tmp/ts.json" bound)
+if [ "$b_bound" = "$b_sched" ] && [ "$b_bound" != "27.2" ]; then passed=$((passed + 1)); else
+  echo "FAIL: bound $b_bound, schedule's bound $b_sched (expected equal, above 27.2)"; failed=$((failed + 1)); fi
+
 # Corrupting any one op's time makes validate exit 1 naming that op: its end
 # alone (a wrong duration), or the whole op moved earlier (the simulator's
 # schedule is as early as it can be, so that breaks a rule or a metric).
