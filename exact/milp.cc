@@ -190,14 +190,15 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
       " rows, horizon " + FormatNumber(bo.horizon) +
       (best ? " from " + res.warm_start_method : ""));
 
-  if (model.infeasible) {
-    if (best) {
-      // The warm start lies inside every window, so this is a modelling bug.
+  // A model without schedules: a modelling bug when it rejects the warm start
+  // (which lies inside every window), else the problem has none.
+  const auto empty_model = [&]() -> StatusOr<MilpResult> {
+    if (best)
       return Internal("milp: the model rejects its own warm start: " + model.infeasible_reason);
-    }
     log("infeasible: " + model.infeasible_reason);
     return finish(MilpTermination::kInfeasible, core_bound);
-  }
+  };
+  if (model.infeasible) return empty_model();
   if (should_stop()) return finish(*stopped, core_bound);
 
   // A MILP solution, decoded and re-timed by the simulator; kept if better.
@@ -267,14 +268,8 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
       free_hint = {&*best, &*best_sim};
     }
     model = milp::BuildModel(p, bo, free_hint);
-    if (model.infeasible && best) {
-      return Internal("milp: the model rejects its own warm start: " + model.infeasible_reason);
-    }
     restricted = false;
-    if (model.infeasible) {
-      log("infeasible: " + model.infeasible_reason);
-      return finish(MilpTermination::kInfeasible, core_bound);
-    }
+    if (model.infeasible) return empty_model();
     out = milp::SolveWithLpSolve(model, lp);
     res.stats.nodes += out.nodes;
     if (out.has_solution) consider(out.values, out.objective);
