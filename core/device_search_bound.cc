@@ -6,6 +6,8 @@
 #include <limits>
 #include <unordered_map>
 
+#include "core/lower_bound.h"
+
 namespace optpipe {
 namespace {
 
@@ -347,6 +349,10 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
     out.value = std::max(out.value, out.device_value[d]);
   }
   return out;
+}
+
+double BestLowerBound(const Problem& p, const DeviceSearchOptions& opt) {
+  return std::max(ComputeLowerBound(p).value, ComputeDeviceSearchBound(p, opt).value);
 }
 
 }  // namespace optpipe

@@ -61,4 +61,7 @@ struct DeviceSearchBound {
 // with more than one stage are skipped (0 where nothing applies).
 DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchOptions& opt = {});
 
+// The best lower bound core proves: ComputeLowerBound's and this search's.
+double BestLowerBound(const Problem& p, const DeviceSearchOptions& opt = {});
+
 }  // namespace optpipe

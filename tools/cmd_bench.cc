@@ -16,7 +16,6 @@
 #include "core/checker.h"
 #include "core/device_search_bound.h"
 #include "core/format.h"
-#include "core/lower_bound.h"
 #include "tools/bench_report.h"
 #include "tools/cli.h"
 
@@ -65,7 +64,7 @@ int Run(const Args& a) {
     StatusOr<Problem> p = LoadProblem(path);
     if (!p.ok()) return Fail(p.status());
     const std::size_t first = rows.size();
-    double bound = std::max(ComputeLowerBound(*p).value, ComputeDeviceSearchBound(*p).value);
+    double bound = BestLowerBound(*p);
     for (const std::string& m : methods) {
       std::cerr << "optpipe: bench " << p->name << " (" << p->devices << "x" << p->microbatches
                 << ") " << m << "\n";

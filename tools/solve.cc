@@ -4,7 +4,6 @@
 #include <sstream>
 
 #include "core/device_search_bound.h"
-#include "core/lower_bound.h"
 #include "exact/milp.h"
 #include "heuristics/auto_method.h"
 #include "tools/cli.h"
@@ -103,11 +102,9 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
   Solved out{std::move(*s), SolveInfo{}};
   // The bound `bound` and `bench` report, the device search held to a tenth
   // of the time limit (cut short, it still bounds).
-  const double bound =
-      std::max(ComputeLowerBound(p).value,
-               ComputeDeviceSearchBound(
-                   p, {DeviceSearchOptions{}.max_nodes_per_device, 0.1 * opt.time_limit_s})
-                   .value);
+  DeviceSearchOptions search_bound;
+  search_bound.time_limit_s = 0.1 * opt.time_limit_s;
+  const double bound = BestLowerBound(p, search_bound);
   out.info.bound = bound;
   out.info.gap = out.solution.sim.objective > 0
                      ? (out.solution.sim.objective - bound) / out.solution.sim.objective

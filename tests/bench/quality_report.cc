@@ -73,12 +73,6 @@ Problem SlowLink(int D, int M, int v, double offload, double room) {
   return p;
 }
 
-// The best lower bound core proves: ComputeLowerBound and, under a memory
-// limit, each one-stage device alone (DeviceSearchBound).
-double Bound(const Problem& p) {
-  return std::max(ComputeLowerBound(p).value, ComputeDeviceSearchBound(p).value);
-}
-
 double Run(const Problem& p, const std::string& m, double seconds) {
   SearchOptions o;
   o.time_limit_s = seconds;
@@ -152,7 +146,7 @@ int main(int argc, char** argv) {
       Row("adaoffload", ada, unlimited);
       Row("list", list, unlimited);
       Row("auto", a, unlimited);
-      const double lb = Bound(tight);
+      const double lb = BestLowerBound(tight);
       if (a > 0 && po_h > 0) VersusPipeOffload("po-h", a, po_h, lb);
       if (a > 0 && po_f > 0) VersusPipeOffload("po-f", a, po_f, lb);
     }
@@ -163,7 +157,7 @@ int main(int argc, char** argv) {
   for (auto [D, M, v] : {std::tuple{4, 8, 1}, {8, 16, 1}, {8, 16, 2}, {8, 32, 2}}) {
     for (double room : {3.0, 5.0}) {
       const Problem p = SlowLink(D, M, v, 2.0, room);
-      const double lb = Bound(p);
+      const double lb = BestLowerBound(p);
       std::printf("%s, room %.0f (lower bound %.1f)\n", p.name.c_str(), room, lb);
       const double po_h = Run(p, "po-h", seconds), po_f = Run(p, "po-f", seconds);
       const double a = Run(p, "auto", seconds);

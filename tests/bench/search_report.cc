@@ -14,7 +14,6 @@
 
 #include "core/device_search_bound.h"
 #include "core/format.h"
-#include "core/lower_bound.h"
 #include "core/text_format.h"
 #include "heuristics/list_scheduler.h"
 #include "heuristics/local_search.h"
@@ -88,7 +87,7 @@ int main(int argc, char** argv) {
       std::printf("| %s | list: %s |\n", p->name.c_str(), s0.status().message().c_str());
       continue;
     }
-    const double lb = std::max(ComputeLowerBound(*p).value, ComputeDeviceSearchBound(*p).value);
+    const double lb = BestLowerBound(*p);
     const Trace one = Search(*p, *start, std::min(seconds, 1.0), 1);
     const Trace all = Search(*p, *start, seconds, 0);
     std::printf("| %s | %s | x%.3f |", p->name.c_str(), FormatNumber(lb).c_str(),
