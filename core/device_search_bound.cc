@@ -50,11 +50,39 @@ class Search {
   }
 
   // The relaxation's least makespan, or a lower bound on it when the budget
-  // runs out (the least node bound left unexplored).
+  // runs out. Probes upward from the root's bound: a probe at T searches
+  // only for completions ending before T, which prunes far more than a search
+  // whose first incumbents are poor. A probe that finds none proves T; one
+  // that finds some and ends has found the least; one cut short bounds by the
+  // least node it left. After a probe proves T the next one goes twice as far
+  // above the proven bound; after one is cut short, half as far (each probe
+  // may take half of the nodes left).
   double Run() {
-    State s;
-    Dfs(s);
-    return std::min(best_, open_min_);
+    double lo = NodeBound(State{});
+    double step = std::max(1e-2 * lo, 1e3 * tol_);
+    while (true) {
+      // Far above the root's bound, one last search without a target (it
+      // also tells a relaxation with no schedule at all: infinity).
+      const double target = step > std::max(lo, 1.0) ? kInf : lo + step;
+      probe_limit_ = nodes_ + std::max<std::int64_t>(1, (max_nodes_ - nodes_) / 2);
+      best_ = target;
+      open_min_ = kInf;
+      cut_short_ = false;
+      memo_.clear();
+      stored_ = 0;
+      Dfs(State{});
+      if (!cut_short_) {
+        if (best_ < target) return best_;  // the least makespan: the search ran to its end
+        lo = target - tol_;
+        step *= 2;
+        continue;
+      }
+      exhausted_ = true;
+      lo = std::max(lo, std::min(best_, open_min_));
+      if (best_ < target || nodes_ >= max_nodes_ || OutOfTime()) return lo;
+      step /= 2;
+      if (step < 1e3 * tol_) return lo;
+    }
   }
   bool finished() const { return !exhausted_; }
   std::int64_t nodes() const { return nodes_; }
@@ -244,7 +272,7 @@ class Search {
     if (NodeBound(s) >= best_ - tol_ || Dominated(s)) return;
     for (const Move& mv : Moves(s)) {
       State n = Apply(s, mv);
-      if (exhausted_) {
+      if (cut_short_) {
         open_min_ = std::min(open_min_, NodeBound(n));
         continue;
       }
@@ -255,19 +283,19 @@ class Search {
 
   static constexpr std::int64_t kMaxStored = 400000;
   const Relaxed& r_;
-  // Counts a node; true from the first node past the budget or the deadline
-  // on (the clock is read every 1024 nodes).
+  // Counts a node; true from the first node past the probe's share of the
+  // budget or the deadline on (the clock is read every 1024 nodes).
   bool Exhausted() {
-    if (exhausted_) return true;
+    if (cut_short_) return true;
     ++nodes_;
-    exhausted_ = nodes_ > max_nodes_ ||
-                 (nodes_ % 1024 == 0 && std::chrono::steady_clock::now() >= deadline_);
-    return exhausted_;
+    cut_short_ = nodes_ > probe_limit_ || (nodes_ % 1024 == 0 && OutOfTime());
+    return cut_short_;
   }
+  bool OutOfTime() const { return std::chrono::steady_clock::now() >= deadline_; }
 
-  std::int64_t max_nodes_;
+  std::int64_t max_nodes_, probe_limit_ = 0;
   std::chrono::steady_clock::time_point deadline_;
-  bool exhausted_ = false;
+  bool exhausted_ = false, cut_short_ = false;  // the whole search; the probe
   std::int64_t nodes_ = 0, stored_ = 0;
   double tol_ = 0;
   double best_ = kInf, open_min_ = kInf;
