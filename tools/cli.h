@@ -3,7 +3,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "core/problem.h"
@@ -35,9 +37,18 @@ Command AddBench(CLI::App& app);      // tools/cmd_bench.cc
 Command AddRun(CLI::App& app);        // tools/cmd_run.cc
 Command AddPlan(CLI::App& app);       // tools/cmd_plan.cc
 
+struct SolveOptions;
+// --threads, --seed and --evaluations, for subcommands that run methods.
+void AddSearchFlags(CLI::App* sub, SolveOptions& opt);
+
 // Options every way of solving shares (flags map onto these).
 struct SolveOptions {
   double time_limit_s = 1.0;  // wall-clock budget for methods that search
+  // Searching heuristics (auto, list, po-keep, ...): threads (0: all), the
+  // random seed, and a budget of simulations that replaces the clock.
+  int threads = 0;
+  std::uint64_t seed = 1;
+  std::optional<std::int64_t> evaluations;
   // Progress lines of methods that search (milp); none when empty.
   std::function<void(const std::string&)> log;
 };

@@ -29,6 +29,7 @@ struct Args {
   std::string format = "md";
   std::string report_dir;  // writes report.md and report.svg there when set
   bool verbose = false;
+  SolveOptions search;  // --threads, --seed, --evaluations
 };
 
 std::vector<std::string> SplitList(const std::string& s) {
@@ -71,7 +72,7 @@ int Run(const Args& a) {
       BenchRow row;
       row.problem = p->name;
       row.method = m;
-      SolveOptions opt;
+      SolveOptions opt = a.search;
       opt.time_limit_s = a.time_limit_s;
       if (a.verbose)
         opt.log = [](const std::string& line) { std::cerr << "optpipe: " << line << "\n"; };
@@ -147,6 +148,7 @@ Command AddBench(CLI::App& app) {
                   "Wall-clock budget in seconds per (problem, method)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  AddSearchFlags(sub, args->search);
   sub->add_option("--format", args->format, "md, csv or json")->capture_default_str();
   sub->add_option("--report", args->report_dir,
                   "Also write DIR/report.md (objective / bound per problem and method, every run) "

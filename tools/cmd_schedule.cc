@@ -80,6 +80,7 @@ Command AddSchedule(CLI::App& app) {
                   "Wall-clock budget in seconds for methods that search")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  AddSearchFlags(sub, args->solve);
   sub->add_option("--svg", args->svg,
                   "Also draw it as a Gantt chart SVG (see `optpipe draw --help`)");
   sub->add_option("--trace", args->trace,

@@ -54,10 +54,19 @@ StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
   return std::move(r->solution);
 }
 
+SearchOptions Heuristic(const SolveOptions& opt) {
+  SearchOptions o;
+  o.time_limit_s = opt.time_limit_s;
+  o.threads = opt.threads;
+  o.seed = opt.seed;
+  o.max_evaluations = opt.evaluations;
+  return o;
+}
+
 StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   // Warm start: auto with a fifth of the budget.
-  SearchOptions search;
+  SearchOptions search = Heuristic(opt);
   search.time_limit_s = opt.time_limit_s / 5;
   StatusOr<Solution> auto_run = SolveAuto(p, search, opt.log);
   const std::optional<Solution> warm =
@@ -94,8 +103,7 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
                            "'; `optpipe methods` lists them");
   }
   const auto t0 = std::chrono::steady_clock::now();
-  SearchOptions search;
-  search.time_limit_s = opt.time_limit_s;
+  SearchOptions search = Heuristic(opt);
   StatusOr<Solution> s =
       method == "auto" ? SolveAuto(p, search, opt.log) : RunMethod(p, method, search);
   if (!s.ok()) return s.status();
@@ -117,6 +125,18 @@ StatusOr<Solution> Solve(const Problem& p, const std::string& method, const Solv
   StatusOr<Solved> s = SolveDetailed(p, method, opt);
   if (!s.ok()) return s.status();
   return std::move(s->solution);
+}
+
+void AddSearchFlags(CLI::App* sub, SolveOptions& opt) {
+  sub->add_option("--threads", opt.threads,
+                  "Threads for searching methods (0: all cores; 1 with --seed reproduces)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  sub->add_option("--seed", opt.seed, "Random seed of the local search")->capture_default_str();
+  sub->add_option("--evaluations", opt.evaluations,
+                  "Budget of simulations for searching heuristics instead of the clock: the "
+                  "same result on every run and machine")
+      ->check(CLI::PositiveNumber);
 }
 
 std::vector<MethodLine> ListMethods(const Problem* p) {

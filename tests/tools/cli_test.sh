@@ -31,6 +31,17 @@ b_sched=$(json_field "$tmp/ts.json" bound)
 if [ "$b_bound" = "$b_sched" ] && [ "$b_bound" != "27.2" ]; then passed=$((passed + 1)); else
   echo "FAIL: bound $b_bound, schedule's bound $b_sched (expected equal, above 27.2)"; failed=$((failed + 1)); fi
 
+# --evaluations replaces the clock: the same seed gives the same schedule on
+# one thread and on two. A negative --threads is bad input.
+for t in 1 2; do
+  want="" expect 0 "auto --evaluations, $t threads" -- "$bin" schedule "$tight" --method auto \
+    --evaluations 3000 --seed 5 --threads "$t" -o "$tmp/e$t.json"
+done
+if python3 -c "import json,sys; a,b=(json.load(open(f))['ops'] for f in sys.argv[1:]); sys.exit(a!=b)" \
+  "$tmp/e1.json" "$tmp/e2.json"; then passed=$((passed + 1)); else
+  echo "FAIL: auto --evaluations 3000 --seed 5 differs on 1 and 2 threads"; failed=$((failed + 1)); fi
+want="--threads" expect 2 "negative --threads" -- "$bin" schedule "$tight" --threads -1
+
 # Corrupting any one op's time makes validate exit 1 naming that op: its end
 # alone (a wrong duration), or the whole op moved earlier (the simulator's
 # schedule is as early as it can be, so that breaks a rule or a metric).
