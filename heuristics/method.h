@@ -77,6 +77,13 @@ StatusOr<Schedule> BuildGIS(const Problem& p);
 StatusOr<Schedule> BuildGISH(const Problem& p, const SearchOptions& opt = {});
 StatusOr<Schedule> BuildPOH(const Problem& p, const SearchOptions& opt = {});
 StatusOr<Schedule> BuildPOF(const Problem& p, const SearchOptions& opt = {});
+// PO-Keep: PO-F's orders and copy planning, with the activations that stay on
+// the device chosen by search (hill climbing, one activation at a time, each
+// candidate simulated): a link too slow to carry every activation does better
+// keeping some of them, where memory allows (OptPipe's point against
+// PipeOffload). Needs what PO-F needs and a memory limit.
+Status PoKeepApplies(const Problem& p);
+StatusOr<Schedule> BuildPOKeep(const Problem& p, const SearchOptions& opt = {});
 // heuristics/adaoffload.cc
 Status AdaOffloadApplies(const Problem& p);
 StatusOr<Schedule> BuildAdaOffload(const Problem& p, const SearchOptions& opt = {});

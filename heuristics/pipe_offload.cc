@@ -60,6 +60,7 @@
 #include "heuristics/pipe_offload.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -113,7 +114,7 @@ class Usage {
 // is offloaded, offloads and reloads alternate when a reload is late anyway,
 // and a reload its device has no room for waits behind that device's next
 // offload. O(n log n) in the link's activations.
-std::vector<Op> PlanLink(const Problem& p, std::vector<Act>& acts, bool keep_all) {
+std::vector<Op> PlanLink(const Problem& p, const std::vector<Act>& acts, bool keep_all) {
   std::vector<int> release;  // candidates by forward end
   for (int k = 0; k < static_cast<int>(acts.size()); ++k) {
     if (acts[k].candidate) release.push_back(k);
@@ -285,14 +286,16 @@ std::vector<char> OffloadedStages(const Problem& p, bool all) {
   return on;
 }
 
-// Plans O and R of the chosen stages on the host links (see the header) and
-// writes them into s.copy, replacing what was there.
-Status PlaceCopies(const Problem& p, Schedule& s, const std::vector<char>& stages, bool keep_all) {
-  for (auto& lane : s.copy) lane.clear();
-  if (!p.offload_allowed()) return OkStatus();
+// The activations of every host link with their times in a simulation of s's
+// compute orders alone (no memory limit, no copies); candidates: the chosen
+// stages' activations that have something to offload.
+StatusOr<std::vector<std::vector<Act>>> LinkActs(const Problem& p, const Schedule& s,
+                                                 const std::vector<char>& stages) {
   Problem unlimited = p;
   unlimited.memory_limit.reset();
-  StatusOr<SimResult> ref = Simulate(unlimited, s);
+  Schedule bare = s;
+  for (auto& lane : bare.copy) lane.clear();
+  StatusOr<SimResult> ref = Simulate(unlimited, bare);
   if (!ref.ok()) return ref.status();
   const OpSpace sp = p.op_space();
   const std::vector<int> link = LinkOfDevice(p);
@@ -315,7 +318,17 @@ Status PlaceCopies(const Problem& p, Schedule& s, const std::vector<char>& stage
       });
     }
   }
-  for (std::size_t l = 0; l < acts.size(); ++l) s.copy[l] = PlanLink(p, acts[l], keep_all);
+  return acts;
+}
+
+// Plans O and R of the chosen stages on the host links (see the header) and
+// writes them into s.copy, replacing what was there.
+Status PlaceCopies(const Problem& p, Schedule& s, const std::vector<char>& stages, bool keep_all) {
+  for (auto& lane : s.copy) lane.clear();
+  if (!p.offload_allowed()) return OkStatus();
+  StatusOr<std::vector<std::vector<Act>>> acts = LinkActs(p, s, stages);
+  if (!acts.ok()) return acts.status();
+  for (std::size_t l = 0; l < acts->size(); ++l) s.copy[l] = PlanLink(p, (*acts)[l], keep_all);
   return OkStatus();
 }
 
@@ -336,7 +349,10 @@ Status NeedsInterleaved(const Problem& p) {
 
 // Every group size with the free-lunch copy plan first, then every group size
 // with every offload kept (PipeOffload run where the link cannot keep up).
-StatusOr<Schedule> BuildPO(const Problem& p, bool all, const SearchOptions& opt) {
+// `setting`, when given, receives the winner's index: i < n is gs[i] with the
+// published copy plan, i >= n gs[i - n] with every offload kept.
+StatusOr<Schedule> BuildPO(const Problem& p, bool all, const SearchOptions& opt,
+                           int* setting = nullptr) {
   using namespace pipe_offload;
   const std::vector<int> gs = GroupSizes(p, /*search=*/p.memory_limited());
   const int n = static_cast<int>(gs.size());
@@ -351,12 +367,22 @@ StatusOr<Schedule> BuildPO(const Problem& p, bool all, const SearchOptions& opt)
       [&](int i) {
         return "g = " + std::to_string(gs[i % n]) + (i >= n ? ", every offload kept" : "");
       },
-      opt);
+      opt, setting);
 }
 
 }  // namespace
 
 Status GisApplies(const Problem& p) { return NeedsInterleaved(p); }
+
+Status PoKeepApplies(const Problem& p) {
+  if (Status st = PipeOffloadApplies(p); !st.ok()) return st;
+  if (!p.memory_limited()) {
+    return NotApplicable(
+        "needs memory.limit: without one every activation can stay, which po-f's copies "
+        "never delay");
+  }
+  return OkStatus();
+}
 
 Status PipeOffloadApplies(const Problem& p) {
   if (!p.offload_allowed()) {
@@ -387,6 +413,80 @@ StatusOr<Schedule> BuildPOH(const Problem& p, const SearchOptions& opt) {
 }
 StatusOr<Schedule> BuildPOF(const Problem& p, const SearchOptions& opt) {
   return BuildPO(p, /*all=*/true, opt);
+}
+// PO-Keep: PO-F's best setting, then a hill climb over which activations stay
+// on the device (see method.h). Moves flip one activation between kept and
+// offloaded and re-plan its link's copies; they are scored in chunks of 64
+// (in parallel, Scorer) and the best that improves is taken; a whole pass over
+// the activations without one ends the search, as does opt's clock or budget.
+// A move costs one link's plan, O(n log n) in its activations, and one
+// simulation.
+StatusOr<Schedule> BuildPOKeep(const Problem& p, const SearchOptions& opt) {
+  using namespace pipe_offload;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  SearchOptions first = opt;
+  first.time_limit_s = opt.time_limit_s / 4;
+  int setting = 0;
+  StatusOr<Schedule> start = BuildPO(p, /*all=*/true, first, &setting);
+  if (!start.ok()) return start.status();
+  const bool keep_all = setting >= static_cast<int>(GroupSizes(p, p.memory_limited()).size());
+  StatusOr<std::vector<std::vector<Act>>> acts = LinkActs(p, *start, OffloadedStages(p, true));
+  if (!acts.ok()) return acts.status();
+  std::vector<std::pair<int, int>> flips;  // (link, activation): may change sides
+  for (std::size_t l = 0; l < acts->size(); ++l) {
+    for (std::size_t k = 0; k < (*acts)[l].size(); ++k) {
+      if ((*acts)[l][k].candidate) flips.push_back({static_cast<int>(l), static_cast<int>(k)});
+    }
+  }
+  Schedule best = std::move(*start);
+  StatusOr<SimResult> sim = Simulate(p, best);
+  if (!sim.ok()) return sim.status();
+  SimResult best_sim = std::move(*sim);
+  Scorer scorer(p, opt.threads);
+  std::vector<std::optional<Schedule>> cand;
+  std::vector<std::optional<SimResult>> score;
+  std::int64_t evaluations = 0;
+  const auto go_on = [&] {
+    if (opt.stop && opt.stop->load()) return false;
+    return opt.max_evaluations ? evaluations < *opt.max_evaluations : elapsed() < opt.time_limit_s;
+  };
+  const int n = static_cast<int>(flips.size());
+  int next = 0, tried = 0;  // tried: flips scored since the last improvement
+  while (tried < n && go_on()) {
+    const int count = std::min(64, n);
+    scorer.Score(
+        count,
+        [&](int i) -> std::optional<Schedule> {
+          // On the clock, a chunk cut short still counts (budgets finish it).
+          if (!opt.max_evaluations && elapsed() >= opt.time_limit_s) return std::nullopt;
+          const auto [l, k] = flips[(next + i) % n];
+          std::vector<Act> a = (*acts)[l];
+          a[k].candidate = !a[k].candidate;
+          Schedule s = best;
+          s.copy[l] = PlanLink(p, a, keep_all);
+          return s;
+        },
+        cand, score);
+    int pick = -1;
+    for (int i = 0; i < count; ++i) {
+      if (cand[i]) ++evaluations;
+      if (score[i] && Better(*score[i], pick < 0 ? best_sim : *score[pick])) pick = i;
+    }
+    if (pick >= 0) {
+      const auto [l, k] = flips[(next + pick) % n];
+      (*acts)[l][k].candidate = !(*acts)[l][k].candidate;
+      best = std::move(*cand[pick]);
+      best_sim = std::move(*score[pick]);
+      tried = 0;
+    } else {
+      tried += count;
+    }
+    next = (next + count) % n;
+  }
+  return best;
 }
 
 }  // namespace optpipe
