@@ -143,9 +143,13 @@ class Search {
     for (int i = 0; i < s.nF; ++i) mask |= static_cast<std::uint64_t>(s.off[i]) << i;
     return k << kMaxMicrobatches | mask;
   }
+  // What a completion of s depends on. Ops yet to place start no earlier than
+  // s.t, so a time before it counts as s.t, except a forward's end: its
+  // backward may start at fend + gap, so it counts from s.t - gap on.
   std::vector<double> Times(const State& s) const {
     std::vector<double> v = {s.t, s.obj, std::max(s.cf, s.t), std::max(s.lf, s.t)};
-    for (const auto* arr : {&s.fend, &s.oend, &s.rend, &s.bend, &s.wend}) {
+    for (double x : s.fend) v.push_back(std::max(x, s.t - r_.gap));
+    for (const auto* arr : {&s.oend, &s.rend, &s.bend, &s.wend}) {
       for (double x : *arr) v.push_back(std::max(x, s.t));
     }
     return v;
