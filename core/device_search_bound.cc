@@ -319,15 +319,27 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
   // Release times of the k-th F and B of every stage, and tails after the
   // k-th last B (see the header).
   std::vector<std::vector<double>> rF(S, std::vector<double>(M)), rB = rF, qB = rF;
+  // A device whose room holds at most c activations of stage s (what cannot
+  // go to the host counts) starts the k-th F(s) only after k - c + 1
+  // backwards of s have ended: with fewer, c of its activations are resident.
+  // The j-th of them ends no earlier than rB_s(j) + b_s.
+  std::vector<int> fit(S, M);
   for (int s = 0; s < S; ++s) {
-    for (int k = 0; k < M; ++k) {
+    const int d = p.stage_device[s];
+    const bool moves = p.offload_allowed() && p.offloadable[s] > 0;
+    const double stays = p.activation[s] - (moves ? p.offloadable[s] : 0.0);
+    const double room = (*p.memory_limit)[d] - p.static_memory[d];
+    if (stays > 0 && room >= stays)
+      fit[s] = static_cast<int>(std::min<double>(M, std::floor(room / stays + 1e-9)));
+  }
+  for (int k = 0; k < M; ++k) {
+    for (int s = 0; s < S; ++s) {
       double x = k > 0 ? rF[s][k - 1] + p.f[s] : 0.0;
       if (s > 0) x = std::max(x, rF[s - 1][k] + p.f[s - 1] + CommTime(p, s - 1));
+      if (k >= fit[s]) x = std::max(x, rB[s][k - fit[s]] + bdur(s));
       rF[s][k] = x;
     }
-  }
-  for (int s = S - 1; s >= 0; --s) {
-    for (int k = 0; k < M; ++k) {
+    for (int s = S - 1; s >= 0; --s) {
       double x = rF[s][k] + p.f[s];
       if (k > 0) x = std::max(x, rB[s][k - 1] + bdur(s));
       if (s + 1 < S) x = std::max(x, rB[s + 1][k] + bdur(s + 1) + CommTime(p, s));

@@ -10,7 +10,11 @@
 // t0 = 0 the first start of the iteration:
 //  * the k-th forward of stage s to start starts no earlier than rF_s(k):
 //    rF_0(k) = k f_0, rF_s(k) = max(rF_{s-1}(k) + f_{s-1} + comm, rF_s(k-1) + f_s)
-//    (the k first F(s) each need a distinct F(s-1) ended);
+//    (the k first F(s) each need a distinct F(s-1) ended), and, when the
+//    device's room holds at most c_s activations of stage s (counting what
+//    cannot go to the host), rF_s(k) >= rB_s(k - c_s) + b_s: the k-th F(s)
+//    waits for k - c_s + 1 backwards of s to end. Through the recursions a
+//    device sees its neighbours' memory limits too;
 //  * the k-th backward to start, likewise from the backwards of stage s+1;
 //  * after the end of the k-th last backward, at least qB_s(k) of time:
 //    the backwards of the stages below and the device's own last ops;
