@@ -3,7 +3,8 @@
 // leave 60% and 30% of 1F1B's activation memory, auto vs the best schedule
 // that ignores memory, and vs PipeOffload (po-h, po-f); last, OptPipe's
 // memory-limited regime: a host link slower than the compute (k > 1), where
-// PipeOffload offloads everything and waits for its reloads.
+// PipeOffload offloads everything and waits for its reloads (po-keep: the same
+// orders, with the activations that stay on the device searched).
 // Run: build/bin/optpipe_quality_report [seconds per auto run, default 1]
 #include <algorithm>
 #include <cmath>
@@ -147,6 +148,7 @@ int main(int argc, char** argv) {
       Row("list", list, unlimited);
       Row("auto", a, unlimited);
       const double lb = BestLowerBound(tight);
+      Row("lower bound", lb, unlimited);
       if (a > 0 && po_h > 0) VersusPipeOffload("po-h", a, po_h, lb);
       if (a > 0 && po_f > 0) VersusPipeOffload("po-f", a, po_f, lb);
     }
@@ -163,6 +165,7 @@ int main(int argc, char** argv) {
       const double a = Run(p, "auto", seconds);
       Row("po-h", po_h, lb);
       Row("po-f", po_f, lb);
+      Row("po-keep", Run(p, "po-keep", seconds), lb);
       Row("auto", a, lb);
       const double po = po_h < 0 ? po_f : po_f < 0 ? po_h : std::min(po_h, po_f);
       if (a > 0 && po > 0) {
