@@ -58,12 +58,13 @@ class Search {
   // above the proven bound; after one is cut short, half as far (each probe
   // may take half of the nodes left).
   double Run() {
-    double lo = NodeBound(State{});
+    const double root = NodeBound(State{});
+    double lo = root;
     double step = std::max(1e-2 * lo, 1e3 * tol_);
     while (true) {
-      // Far above the root's bound, one last search without a target (it
+      // Past twice the root's bound, one last search without a target (it
       // also tells a relaxation with no schedule at all: infinity).
-      const double target = step > std::max(lo, 1.0) ? kInf : lo + step;
+      const double target = lo + step > 2 * std::max(root, 1.0) ? kInf : lo + step;
       probe_limit_ = nodes_ + std::max<std::int64_t>(1, (max_nodes_ - nodes_) / 2);
       best_ = target;
       open_min_ = kInf;
@@ -72,7 +73,8 @@ class Search {
       stored_ = 0;
       Dfs(State{});
       if (!cut_short_) {
-        if (best_ < target) return best_;  // the least makespan: the search ran to its end
+        // The least makespan (infinity: none) when it ran to its end below the target.
+        if (best_ < target || target == kInf) return best_;
         lo = target - tol_;
         step *= 2;
         continue;

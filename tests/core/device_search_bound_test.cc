@@ -189,5 +189,19 @@ TEST(DeviceSearchBound, NeverAboveAutosSchedules) {
   EXPECT_GE(tight, 4);  // often auto's schedule is proven optimal
 }
 
+// A device that cannot hold one activation has no schedule: its search ends
+// at once (it used to probe ever higher targets until the clock stopped it)
+// and the device adds nothing; the core's memory bound says infeasible.
+TEST(DeviceSearchBound, NoRoomEndsTheSearch) {
+  const Problem p = testing::MakeProblem(
+      R"("devices": 2, "microbatches": 4, "stage_time": {"f": 1, "b": 1, "w": 1},
+         "memory": {"activation": 1, "limit": [0.5, 3]})");
+  const DeviceSearchBound sb = ComputeDeviceSearchBound(p, {1'000'000, 60.0});
+  EXPECT_TRUE(sb.finished);
+  ASSERT_EQ(sb.device_value.size(), 2u);
+  EXPECT_EQ(sb.device_value[0], 0.0);
+  EXPECT_GT(sb.device_value[1], 0.0);
+}
+
 }  // namespace
 }  // namespace optpipe
