@@ -431,7 +431,11 @@ StatusOr<Schedule> BuildPOKeep(const Problem& p, const SearchOptions& opt) {
   first.time_limit_s = opt.time_limit_s / 4;
   int setting = 0;
   StatusOr<Schedule> start = BuildPO(p, /*all=*/true, first, &setting);
-  if (!start.ok()) return start.status();
+  if (!start.ok()) {
+    const std::string& why = start.status().message();
+    if (why.rfind("does not fit", 0) != 0) return start.status();
+    return Status(start.status().code(), "starts from po-f, which " + why);
+  }
   const bool keep_all = setting >= static_cast<int>(GroupSizes(p, p.memory_limited()).size());
   StatusOr<std::vector<std::vector<Act>>> acts = LinkActs(p, *start, OffloadedStages(p, true));
   if (!acts.ok()) return acts.status();
