@@ -349,15 +349,15 @@ Status NeedsInterleaved(const Problem& p) {
 
 // Every group size with the free-lunch copy plan first, then every group size
 // with every offload kept (PipeOffload run where the link cannot keep up).
-// `setting`, when given, receives the winner's index: i < n is gs[i] with the
-// published copy plan, i >= n gs[i - n] with every offload kept.
+// `every_offload_kept`, when given, says which copy plan won.
 StatusOr<Schedule> BuildPO(const Problem& p, bool all, const SearchOptions& opt,
-                           int* setting = nullptr) {
+                           bool* every_offload_kept = nullptr) {
   using namespace pipe_offload;
   const std::vector<int> gs = GroupSizes(p, /*search=*/p.memory_limited());
   const int n = static_cast<int>(gs.size());
   const std::vector<char> stages = OffloadedStages(p, all);
-  return BestFitting(
+  int chosen = 0;
+  StatusOr<Schedule> s = BestFitting(
       p, "setting", p.memory_limited() ? 2 * n : n,
       [&](int i) -> std::optional<Schedule> {
         Schedule s = BlockOrders(p, gs[i % n], /*per_microbatch=*/true);
@@ -367,7 +367,9 @@ StatusOr<Schedule> BuildPO(const Problem& p, bool all, const SearchOptions& opt,
       [&](int i) {
         return "g = " + std::to_string(gs[i % n]) + (i >= n ? ", every offload kept" : "");
       },
-      opt, setting);
+      opt, &chosen);
+  if (every_offload_kept) *every_offload_kept = chosen >= n;
+  return s;
 }
 
 }  // namespace
@@ -429,14 +431,11 @@ StatusOr<Schedule> BuildPOKeep(const Problem& p, const SearchOptions& opt) {
   };
   SearchOptions first = opt;
   first.time_limit_s = opt.time_limit_s / 4;
-  int setting = 0;
-  StatusOr<Schedule> start = BuildPO(p, /*all=*/true, first, &setting);
-  if (!start.ok()) {
-    const std::string& why = start.status().message();
-    if (why.rfind("does not fit", 0) != 0) return start.status();
-    return Status(start.status().code(), "starts from po-f, which " + why);
-  }
-  const bool keep_all = setting >= static_cast<int>(GroupSizes(p, p.memory_limited()).size());
+  bool keep_all = false;
+  StatusOr<Schedule> start = BuildPO(p, /*all=*/true, first, &keep_all);
+  if (start.status().code() == StatusCode::kInfeasible)  // "does not fit the memory limit: ..."
+    return Infeasible("starts from po-f, which " + start.status().message());
+  if (!start.ok()) return start.status();
   StatusOr<std::vector<std::vector<Act>>> acts = LinkActs(p, *start, OffloadedStages(p, true));
   if (!acts.ok()) return acts.status();
   std::vector<std::pair<int, int>> flips;  // (link, activation): may change sides
