@@ -102,6 +102,7 @@ class Builder {
   Model Build();  // exact/model.cc
 
  private:
+
   // --- ops ---
   int AddOp(const Op& op) {
     const int id = static_cast<int>(op_.size());
@@ -113,7 +114,7 @@ class Builder {
     return id;
   }
   int Id(OpType t, int s, int m) const { return id_of_[p_.op_space().Index(t, s, m)]; }
-  bool Reach(int a, int b) const { return (reach_[a][b >> 6] >> (b & 63)) & 1; }
+  bool Reach(int a, int b) const { return (reach_[a * words_ + (b >> 6)] >> (b & 63)) & 1; }
   // a before-or-equal b in the compute precedence order.
   bool Precedes(int a, int b) const { return a == b || Reach(a, b); }
   // Tolerance on times: relative to the horizon.
@@ -124,6 +125,10 @@ class Builder {
   void AddMemoryPrecedences();
   bool FixOrders();  // false: infeasible
   void ComputeWindows();
+  // Order a pair of device d's ops (indices into dev_ops_[d]), or open it
+  // again; both keep the loads of fixed predecessors and successors.
+  void SetOrder(int d, std::size_t a, std::size_t b, bool a_first);
+  void Unorder(int d, std::size_t a, std::size_t b);
   // What the windows allow of two ops of one lane: i and j in either order,
   // only i first (i cannot start after j ends), only j first, or neither.
   enum class WindowOrder { kEither, kIFirst, kJFirst, kNeither };
@@ -201,7 +206,13 @@ class Builder {
   int nc_ = 0;  // compute ops are ids [0, nc_)
 
   std::vector<Edge> edges_;
-  std::vector<std::vector<std::uint64_t>> reach_;
+  std::vector<std::uint64_t> reach_;  // nc_ rows of words_: the ops each op reaches
+  std::size_t words_ = 0;
+  // ComputeWindows' scratch, kept between calls: edges by source and by target.
+  std::vector<int> succ_start_, pred_start_, indeg_;
+  std::vector<std::pair<int, double>> succ_, pred_;
+  // Per op: the durations of the ops fixed before / after it on its device.
+  std::vector<double> load_before_, load_after_;
   std::vector<int> topo_;
   std::vector<double> es_, ls_;
   std::vector<double> head_, tail_, tail_min_, deadline_;

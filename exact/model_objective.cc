@@ -40,8 +40,8 @@ void Builder::AddObjective() {
         }
       }
     } else {
-      for (std::uint64_t w : reach_[i]) {
-        if (w) {
+      for (std::size_t w = 0; w < words_; ++w) {
+        if (reach_[i * words_ + w]) {
           last = false;
           break;
         }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <span>
 
 #include "core/dag.h"
 #include "exact/model_internal.h"
@@ -72,6 +73,8 @@ void Builder::ComputeGraph() {
     const std::size_t n = dev_ops_[d].size();
     before_[d].assign(n * n, Lit::Const(-1));
   }
+  load_before_.assign(nc_, 0.0);
+  load_after_.assign(nc_, 0.0);
   head_ = Heads(p_);
   deadline_.assign(D_, o_.horizon);
   if (p_.objective == Objective::kDeviceSpan) {
@@ -84,35 +87,57 @@ void Builder::ComputeGraph() {
 // edges and fixed pairs (with the load of a device's fixed predecessors and
 // successors folded into the windows).
 void Builder::ComputeWindows() {
-  std::vector<std::vector<std::pair<int, double>>> succ(nc_), pred(nc_);
-  std::vector<int> indeg(nc_, 0);
+  // Edges by source and by target (counting sort; the buffers live on).
+  succ_start_.assign(nc_ + 1, 0);
+  pred_start_.assign(nc_ + 1, 0);
   for (const Edge& e : edges_) {
-    succ[e.from].push_back({e.to, e.lag});
-    pred[e.to].push_back({e.from, e.lag});
-    ++indeg[e.to];
+    ++succ_start_[e.from + 1];
+    ++pred_start_[e.to + 1];
   }
+  for (int i = 0; i < nc_; ++i) {
+    succ_start_[i + 1] += succ_start_[i];
+    pred_start_[i + 1] += pred_start_[i];
+  }
+  succ_.resize(edges_.size());
+  pred_.resize(edges_.size());
+  indeg_.assign(nc_, 0);
+  for (const Edge& e : edges_) {
+    succ_[succ_start_[e.from] + indeg_[e.from]++] = {e.to, e.lag};
+  }
+  indeg_.assign(nc_, 0);
+  for (const Edge& e : edges_) {
+    pred_[pred_start_[e.to] + indeg_[e.to]++] = {e.from, e.lag};
+  }
+  const auto succ = [&](int i) {
+    return std::span(succ_.data() + succ_start_[i], succ_.data() + succ_start_[i + 1]);
+  };
+  const auto pred = [&](int i) {
+    return std::span(pred_.data() + pred_start_[i], pred_.data() + pred_start_[i + 1]);
+  };
   topo_.clear();
   for (int i = 0; i < nc_; ++i) {
-    if (indeg[i] == 0) topo_.push_back(i);
+    if (indeg_[i] == 0) topo_.push_back(i);
   }
   for (std::size_t k = 0; k < topo_.size(); ++k) {
-    for (auto [j, lag] : succ[topo_[k]]) {
-      if (--indeg[j] == 0) topo_.push_back(j);
+    for (auto [j, lag] : succ(topo_[k])) {
+      if (--indeg_[j] == 0) topo_.push_back(j);
     }
   }
-  const std::size_t words = (nc_ + 63) / 64;
-  reach_.assign(nc_, std::vector<std::uint64_t>(words, 0));
+  words_ = (nc_ + 63) / 64;
+  reach_.assign(nc_ * words_, 0);
   for (auto it = topo_.rbegin(); it != topo_.rend(); ++it) {
     const int i = *it;
-    for (auto [j, lag] : succ[i]) {
-      reach_[i][j >> 6] |= std::uint64_t{1} << (j & 63);
-      for (std::size_t w = 0; w < words; ++w) reach_[i][w] |= reach_[j][w];
+    std::uint64_t* row = &reach_[i * words_];
+    for (auto [j, lag] : succ(i)) {
+      row[j >> 6] |= std::uint64_t{1} << (j & 63);
+      const std::uint64_t* from = &reach_[j * words_];
+      for (std::size_t w = 0; w < words_; ++w) row[w] |= from[w];
     }
   }
   // Tails: the longest path from an op's end to the end of the iteration.
   tail_.assign(nc_, 0.0);
   for (auto it = topo_.rbegin(); it != topo_.rend(); ++it) {
-    for (auto [j, lag] : succ[*it]) tail_[*it] = std::max(tail_[*it], lag + T_[j] + tail_[j]);
+    for (auto [j, lag] : succ(*it)) tail_[*it] = std::max(tail_[*it], lag + T_[j] + tail_[j]);
   }
   tail_min_.assign(D_, 0.0);
   if (p_.objective == Objective::kMakespan) {
@@ -122,26 +147,12 @@ void Builder::ComputeWindows() {
       tail_min_[d] = dev_ops_[d].empty() ? 0.0 : t;
     }
   }
-  // Load of the fixed predecessors / successors of each op on its device.
-  std::vector<double> load_before(nc_, 0.0), load_after(nc_, 0.0);
-  for (int d = 0; d < D_; ++d) {
-    const auto& ops = dev_ops_[d];
-    const std::size_t n = ops.size();
-    for (std::size_t a = 0; a < n; ++a) {
-      for (std::size_t b = 0; b < n; ++b) {
-        if (a == b) continue;
-        const Lit& l = before_[d][a * n + b];
-        if (l.is_const() && l.value == 1) {
-          load_after[ops[a]] += T_[ops[b]];
-          load_before[ops[b]] += T_[ops[a]];
-        }
-      }
-    }
-  }
+  const std::vector<double>& load_before = load_before_;
+  const std::vector<double>& load_after = load_after_;
   es_.assign(nc_, 0.0);
   for (int i : topo_) {
     double e = std::max(0.0, head_[dev_[i]] + load_before[i]);
-    for (auto [q, lag] : pred[i]) e = std::max(e, es_[q] + T_[q] + lag);
+    for (auto [q, lag] : pred(i)) e = std::max(e, es_[q] + T_[q] + lag);
     es_[i] = e;
   }
   ls_.assign(nc_, 0.0);
@@ -150,9 +161,30 @@ void Builder::ComputeWindows() {
     const int d = dev_[i];
     double l = deadline_[d] - T_[i] - load_after[i] - tail_min_[d];
     if (p_.objective == Objective::kMakespan) l = std::min(l, o_.horizon - T_[i] - tail_[i]);
-    for (auto [j, lag] : succ[i]) l = std::min(l, ls_[j] - lag - T_[i]);
+    for (auto [j, lag] : succ(i)) l = std::min(l, ls_[j] - lag - T_[i]);
     ls_[i] = l;
   }
+}
+
+void Builder::SetOrder(int d, std::size_t a, std::size_t b, bool a_first) {
+  const std::size_t n = dev_ops_[d].size();
+  before_[d][a * n + b] = Lit::Const(a_first ? 1 : 0);
+  before_[d][b * n + a] = Lit::Const(a_first ? 0 : 1);
+  const int first = dev_ops_[d][a_first ? a : b], second = dev_ops_[d][a_first ? b : a];
+  load_after_[first] += T_[second];
+  load_before_[second] += T_[first];
+}
+
+void Builder::Unorder(int d, std::size_t a, std::size_t b) {
+  const std::size_t n = dev_ops_[d].size();
+  Lit& ab = before_[d][a * n + b];
+  if (!ab.is_const() || ab.value < 0) return;
+  const bool a_first = ab.value == 1;
+  const int first = dev_ops_[d][a_first ? a : b], second = dev_ops_[d][a_first ? b : a];
+  load_after_[first] -= T_[second];
+  load_before_[second] -= T_[first];
+  ab = Lit::Const(-1);
+  before_[d][b * n + a] = Lit::Const(-1);
 }
 
 Builder::WindowOrder Builder::OrderByWindows(int i, int j) const {
@@ -208,8 +240,7 @@ bool Builder::FixOrders() {
             }
           }
           if (i_first || j_first) {
-            ab = Lit::Const(i_first ? 1 : 0);
-            before_[d][b * n + a] = Lit::Const(i_first ? 0 : 1);
+            SetOrder(d, a, b, i_first);
             changed = true;
           }
         }
