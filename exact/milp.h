@@ -62,6 +62,12 @@ struct MilpOptions {
   // whose bound joins ComputeLowerBound's: reported, and a cut on the
   // objective. It gets at most a quarter of time_limit_s; 0: not run.
   std::int64_t device_search_nodes = 1'000'000;
+  // Node budget of SearchOrders (exact/order_search.h), run before lp_solve
+  // where it applies (no offload, makespan): its bound joins the core
+  // bounds, its schedules the incumbent, and when it proves the incumbent
+  // optimal lp_solve does not run. It gets at most half of the time left; 0:
+  // not run.
+  std::int64_t order_search_nodes = 2'000'000;
 };
 
 enum class MilpTermination {
@@ -81,10 +87,11 @@ struct MilpStats {
   int memory_binaries = 0;      // "has ended / has started by" indicators across lanes
   int columns = 0, rows = 0, nonzeros = 0;
   int triangle_cuts = 0;
-  double horizon = 0;      // objective cap the big-M values derive from
-  double root_bound = 0;   // LP relaxation at the root (0 if not reached)
-  std::int64_t nodes = 0;  // branch-and-bound nodes
-  int improvements = 0;    // incumbents the solver found better than the warm start
+  double horizon = 0;                   // objective cap the big-M values derive from
+  double root_bound = 0;                // LP relaxation at the root (0 if not reached)
+  std::int64_t nodes = 0;               // branch-and-bound nodes
+  std::int64_t order_search_nodes = 0;  // SearchOrders' nodes (0: not run)
+  int improvements = 0;                 // incumbents the solver found better than the warm start
   // Largest (simulated objective - MILP objective) over the solver's solutions:
   // <= 0 means re-timing never lost anything (always so without offload).
   double max_retime_excess = -std::numeric_limits<double>::infinity();

@@ -102,6 +102,8 @@ class Builder {
   Model Build();  // exact/model.cc
 
  private:
+  // Branches on the open pairs of the windows' fixing (exact/order_search.cc).
+  friend class OrderSearcher;
 
   // --- ops ---
   int AddOp(const Op& op) {

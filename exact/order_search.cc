@@ -1,0 +1,201 @@
+#include "exact/order_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/text_format.h"
+#include "exact/model_internal.h"
+
+namespace optpipe {
+namespace milp::internal {
+
+// One probe: a depth-first search over the open pairs of a Builder whose
+// horizon is the probe's target.
+class OrderSearcher {
+ public:
+  enum class Outcome { kNone, kFound, kOpen };  // none ends by T; a schedule; not proven
+
+  OrderSearcher(const Problem& p, double horizon, Simulator& sim, std::int64_t max_nodes,
+                std::chrono::steady_clock::time_point deadline, const std::atomic<bool>* stop)
+      : b_(p, Options(horizon), Hint{}),
+        sim_(sim),
+        max_nodes_(max_nodes),
+        deadline_(deadline),
+        stop_(stop) {}
+
+  Outcome Run() {
+    b_.ComputeGraph();
+    if (!b_.FixOrders()) return Outcome::kNone;
+    return Dfs();
+  }
+  std::int64_t nodes() const { return nodes_; }
+  Schedule& schedule() { return found_; }
+  SimResult& sim() { return found_sim_; }
+
+ private:
+  static BuildOptions Options(double horizon) {
+    BuildOptions o;
+    o.horizon = horizon;
+    return o;
+  }
+
+  Outcome Dfs() {
+    if (cut_ || ++nodes_ > max_nodes_ || (stop_ && stop_->load()) ||
+        ((nodes_ & 15) == 0 && std::chrono::steady_clock::now() >= deadline_)) {
+      cut_ = true;
+      return Outcome::kOpen;
+    }
+    // The open pair with the least room: whose roomier order has the least
+    // slack (most constrained first); that order first.
+    int best_d = -1;
+    std::size_t best_a = 0, best_b = 0;
+    double best_key = kInf;
+    struct Pair {
+      int d;
+      std::size_t a, b;
+    };
+    std::vector<Pair> open_pairs;  // what a branch may fix, to undo
+    for (int d = 0; d < b_.D_; ++d) {
+      const auto& ops = b_.dev_ops_[d];
+      const std::size_t n = ops.size();
+      for (std::size_t a = 0; a < n; ++a) {
+        for (std::size_t c = a + 1; c < n; ++c) {
+          const Lit& l = b_.before_[d][a * n + c];
+          if (l.is_const() && l.value >= 0) continue;
+          open_pairs.push_back({d, a, c});
+          const double key = std::max(Slack(ops[a], ops[c]), Slack(ops[c], ops[a]));
+          if (key < best_key) {
+            best_key = key;
+            best_d = d;
+            best_a = a;
+            best_b = c;
+          }
+        }
+      }
+    }
+    if (best_d < 0) return Leaf();
+    const auto& ops = b_.dev_ops_[best_d];
+    const int i = ops[best_a], j = ops[best_b];
+    const bool i_first = Slack(i, j) >= Slack(j, i);
+    bool open = false;
+    for (int k = 0; k < 2; ++k) {
+      const bool first = (k == 0) == i_first;  // this branch: i before j
+      const std::size_t edges = b_.edges_.size();
+      b_.SetOrder(best_d, best_a, best_b, first);
+      b_.edges_.push_back(first ? Edge{i, j, 0.0} : Edge{j, i, 0.0});
+      Outcome r = b_.FixOrders() ? Dfs() : Outcome::kNone;
+      for (const Pair& q : open_pairs) b_.Unorder(q.d, q.a, q.b);
+      b_.edges_.resize(edges);
+      if (r == Outcome::kFound) return r;
+      open = open || r == Outcome::kOpen;
+      if (cut_) return Outcome::kOpen;
+    }
+    return open ? Outcome::kOpen : Outcome::kNone;
+  }
+
+  // Room left for x then y: y's latest start less x's earliest end.
+  double Slack(int x, int y) const { return b_.ls_[y] - b_.es_[x] - b_.T_[x]; }
+
+  // Every pair ordered: the orders by earliest start, simulated.
+  Outcome Leaf() {
+    Schedule s = Schedule::Empty(b_.p_, "order-search");
+    for (int d = 0; d < b_.D_; ++d) {
+      std::vector<int> ops = b_.dev_ops_[d];
+      std::sort(ops.begin(), ops.end(),
+                [&](int x, int y) { return std::tie(b_.es_[x], x) < std::tie(b_.es_[y], y); });
+      for (int i : ops) s.compute[d].push_back(b_.op_[i]);
+    }
+    StatusOr<SimResult> r = sim_.Run(s);
+    if (!r.ok() || r->objective > b_.o_.horizon + b_.Eps()) return Outcome::kOpen;
+    found_ = std::move(s);
+    found_sim_ = std::move(*r);
+    return Outcome::kFound;
+  }
+
+  Builder b_;
+  Simulator& sim_;
+  std::int64_t max_nodes_, nodes_ = 0;
+  bool cut_ = false;  // a limit was reached: unwind
+  std::chrono::steady_clock::time_point deadline_;
+  const std::atomic<bool>* stop_;
+  Schedule found_;
+  SimResult found_sim_;
+};
+
+}  // namespace milp::internal
+
+bool OrderSearchApplies(const Problem& p) {
+  return p.objective == Objective::kMakespan && !p.offload_allowed() && p.devices > 0;
+}
+
+OrderSearchResult SearchOrders(const Problem& p, double lower_bound, double incumbent,
+                               const OrderSearchOptions& opt) {
+  using Searcher = milp::internal::OrderSearcher;
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(std::max(0.0, opt.time_limit_s)));
+  OrderSearchResult res;
+  res.bound = lower_bound;
+  res.best = incumbent;
+  const double grain = milp::TimeGrain(p);
+  const double tol = 1e-9 * std::max(1.0, incumbent);
+  // With a grain, the least multiple of it above T; else T.
+  const auto above = [&](double t) {
+    return grain > 0 ? (std::floor(t / grain + 1e-9) + 1) * grain : t;
+  };
+  const auto closed = [&] {
+    return res.bound >= res.best - (grain > 0 ? 0.5 * grain : 1e-6 * res.best) - tol;
+  };
+  Simulator sim(p);
+  sim.set_describe_deadlocks(false);
+  double ceiling = incumbent;  // probes aim below this (lowered when one is cut short)
+  while (!closed() && res.nodes < opt.max_nodes && Clock::now() < deadline &&
+         !(opt.stop && opt.stop->load())) {
+    double target = 0.5 * (res.bound + ceiling);
+    if (grain > 0) {
+      target = std::floor(target / grain + 1e-9) * grain;
+      if (target < res.bound - tol) target = std::ceil(res.bound / grain - 1e-9) * grain;
+      if (target > ceiling - grain + tol) break;  // nothing left to probe below the ceiling
+    } else if (ceiling - res.bound <= 1e-6 * ceiling) {
+      break;
+    }
+    const std::int64_t budget = (opt.max_nodes - res.nodes + 1) / 2;
+    if (budget < 16) break;
+    Searcher probe(p, target, sim, budget, deadline, opt.stop);
+    const Searcher::Outcome out = probe.Run();
+    res.nodes += probe.nodes();
+    ++res.probes;
+    std::string what;
+    switch (out) {
+      case Searcher::Outcome::kNone:
+        res.bound = std::max(res.bound, above(target));
+        what = "none: bound " + FormatNumber(res.bound);
+        break;
+      case Searcher::Outcome::kFound:
+        res.best = probe.sim().objective;
+        ceiling = res.best;
+        res.schedule = std::move(probe.schedule());
+        res.sim = std::move(probe.sim());
+        what = "schedule " + FormatNumber(res.best);
+        break;
+      case Searcher::Outcome::kOpen:
+        ceiling = target;
+        what = "open";
+        break;
+    }
+    if (opt.log) {
+      opt.log("order search: probe " + FormatNumber(target) + " " + what + " (" +
+              std::to_string(probe.nodes()) + " nodes)");
+    }
+  }
+  res.optimal = closed();
+  if (res.optimal) res.bound = res.best;
+  return res;
+}
+
+}  // namespace optpipe

@@ -1,0 +1,192 @@
+#include "exact/order_search.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/checker.h"
+#include "core/lower_bound.h"
+#include "core/simulator.h"
+#include "exact/milp.h"
+#include "heuristics/method.h"
+#include "tests/testing.h"
+
+namespace optpipe {
+namespace {
+
+constexpr double kTol = 1e-6;
+
+double BruteForceOptimum(const Problem& p) {
+  double best = std::numeric_limits<double>::infinity();
+  Simulator sim(p);
+  sim.set_describe_deadlocks(false);
+  testing::ForEachSchedule(p, false, [&](const Schedule& s) {
+    StatusOr<SimResult> r = sim.Run(s);
+    if (r.ok()) best = std::min(best, r->objective);
+  });
+  return best;
+}
+
+// A schedule the search returns is one: it simulates to the makespan reported
+// and the checker accepts it.
+void ExpectSchedule(const Problem& p, const OrderSearchResult& r, const std::string& what) {
+  ASSERT_TRUE(r.schedule.has_value()) << what;
+  StatusOr<SimResult> sim = Simulate(p, *r.schedule);
+  ASSERT_TRUE(sim.ok()) << what << ": " << sim.status().message();
+  EXPECT_NEAR(sim->objective, r.best, kTol) << what;
+  EXPECT_TRUE(CheckSchedule(p, ToTimed(p, *r.schedule, *sim)).valid()) << what;
+}
+
+struct Case {
+  std::string name;
+  Problem p;
+};
+
+std::vector<Case> TinyCases() {
+  std::vector<Case> cases;
+  std::mt19937 rng(11);
+  for (auto [d, m] : {std::pair{2, 2}, {2, 3}, {3, 2}}) {
+    for (bool split : {true, false}) {
+      if (split && d == 2 && m == 3) continue;  // too many orders to enumerate here
+      const std::string tag =
+          std::to_string(d) + "x" + std::to_string(m) + (split ? "-split" : "-fused");
+      cases.push_back({"unit-" + tag, testing::UnitProblem(d, m, split)});
+      cases.push_back({"random-" + tag, testing::RandomProblem(rng, d, m, 1, split)});
+      // Room for one activation fewer than 1F1B keeps on each device.
+      Problem lim = testing::RandomProblem(rng, d, m, 1, split);
+      lim.memory_limit = std::vector<double>(d);
+      for (int k = 0; k < d; ++k) {
+        (*lim.memory_limit)[k] =
+            lim.static_memory[k] + lim.activation[k] * std::max(1.0, d - k - 0.5);
+      }
+      cases.push_back({"limited-" + tag, lim});
+    }
+  }
+  cases.push_back({"interleaved-2x1x2", testing::RandomProblem(rng, 2, 1, 2, true)});
+  return cases;
+}
+
+TEST(OrderSearch, FindsAndProvesTheBruteForceOptimumOnTinyProblems) {
+  for (const Case& c : TinyCases()) {
+    ASSERT_TRUE(OrderSearchApplies(c.p)) << c.name;
+    const double brute = BruteForceOptimum(c.p);
+    ASSERT_LT(brute, std::numeric_limits<double>::infinity()) << c.name;
+    OrderSearchOptions opt;
+    opt.time_limit_s = 20;
+    // From no bound and an incumbent far above: it must find the optimum itself.
+    OrderSearchResult r = SearchOrders(c.p, 0.0, 2 * brute + 1, opt);
+    EXPECT_TRUE(r.optimal) << c.name;
+    EXPECT_NEAR(r.best, brute, kTol * brute) << c.name;
+    EXPECT_NEAR(r.bound, brute, kTol * brute) << c.name;
+    ExpectSchedule(c.p, r, c.name);
+    // Given the optimum as incumbent: it proves it and finds nothing better.
+    r = SearchOrders(c.p, 0.0, brute, opt);
+    EXPECT_TRUE(r.optimal) << c.name;
+    EXPECT_FALSE(r.schedule.has_value()) << c.name;
+    EXPECT_NEAR(r.bound, brute, kTol * brute) << c.name;
+  }
+}
+
+// Beyond brute force: lp_solve's optimum (the model without the order search)
+// on small random problems, memory-limited or not.
+TEST(OrderSearch, AgreesWithTheMilpOptimum) {
+  std::mt19937 rng(17);
+  int compared = 0;
+  for (int trial = 0; trial < 6; ++trial) {
+    const int d = 2 + trial % 2, m = 5 - trial % 2;
+    Problem p = testing::RandomProblem(rng, d, m, 1, trial % 3 != 1);
+    if (trial % 2 == 0) {
+      p.memory_limit = p.static_memory;
+      for (int k = 0; k < d; ++k)
+        (*p.memory_limit)[k] += p.activation[k] * std::max(1.0, d - k - 0.5);
+    }
+    const std::string what = "trial " + std::to_string(trial);
+    StatusOr<Solution> start = RunMethod(p, "list");
+    ASSERT_TRUE(start.ok()) << what << ": " << start.status().message();
+    MilpOptions mo;
+    mo.time_limit_s = 10;
+    mo.order_search_nodes = 0;
+    mo.device_search_nodes = 0;
+    StatusOr<MilpResult> milp = SolveMilp(p, mo, &start->schedule);
+    ASSERT_TRUE(milp.ok()) << what << ": " << milp.status().message();
+    if (milp->termination != MilpTermination::kOptimal) continue;
+    ++compared;
+    OrderSearchOptions opt;
+    opt.time_limit_s = 20;
+    // From no bound and an incumbent far above: it finds the optimum itself.
+    const OrderSearchResult r = SearchOrders(p, 0.0, 2 * start->sim.objective, opt);
+    EXPECT_TRUE(r.optimal) << what;
+    EXPECT_NEAR(r.best, milp->objective, kTol * milp->objective) << what;
+    ExpectSchedule(p, r, what);
+  }
+  EXPECT_GE(compared, 4);
+}
+
+// Random problems, with and without a memory limit, too large to enumerate: whatever the
+// budget, the bound stays below every schedule the heuristics find, and a
+// schedule the search returns beats the incumbent it was given.
+TEST(OrderSearch, BoundNeverAboveKnownSchedules) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 10; ++trial) {
+    const int d = 3 + trial % 2, m = 6 + trial % 3;
+    Problem p = testing::RandomProblem(rng, d, m, 1, trial % 3 != 0);
+    if (trial % 3 != 0) {  // room for 1F1B's activations (and one more), or one fewer
+      const double more = trial % 3 == 1 ? 1.0 : -0.5;
+      p.memory_limit = p.static_memory;
+      for (int k = 0; k < d; ++k)
+        (*p.memory_limit)[k] += p.activation[k] * std::max(1.0, d - k + more);
+    }
+    std::vector<double> known;
+    for (const char* name : {"gpipe", "1f1b", "zb-h1", "list"}) {
+      if (StatusOr<Solution> s = RunMethod(p, name); s.ok()) known.push_back(s->sim.objective);
+    }
+    ASSERT_FALSE(known.empty()) << "trial " << trial;
+    const double incumbent = *std::max_element(known.begin(), known.end());
+    const double core = ComputeLowerBound(p).value;
+    OrderSearchOptions opt;
+    opt.time_limit_s = 0.5;
+    opt.max_nodes = trial % 2 ? 200 : 20000;  // cut short, and (mostly) run to the end
+    const OrderSearchResult r = SearchOrders(p, core, incumbent, opt);
+    const std::string what = "trial " + std::to_string(trial);
+    EXPECT_GE(r.bound, core - kTol) << what;
+    EXPECT_LE(r.bound, r.best + kTol) << what;
+    for (double k : known) EXPECT_LE(r.bound, k + kTol) << what;
+    EXPECT_LE(r.best, incumbent + kTol) << what;
+    if (r.schedule) {
+      EXPECT_LT(r.best, incumbent - kTol) << what;
+      ExpectSchedule(p, r, what);
+    }
+  }
+}
+
+TEST(OrderSearch, StopTokenEndsItWithTheBoundItHad) {
+  std::mt19937 rng(3);
+  Problem p = testing::RandomProblem(rng, 4, 8, 1, true);
+  std::atomic<bool> stop{true};
+  OrderSearchOptions opt;
+  opt.stop = &stop;
+  const OrderSearchResult r = SearchOrders(p, 1.0, 1000.0, opt);
+  EXPECT_EQ(r.nodes, 0);
+  EXPECT_EQ(r.bound, 1.0);
+  EXPECT_FALSE(r.optimal);
+  EXPECT_FALSE(r.schedule.has_value());
+}
+
+TEST(OrderSearch, AppliesWithoutOffloadToTheMakespanOnly) {
+  std::mt19937 rng(3);
+  Problem p = testing::RandomProblem(rng, 2, 2, 1, true);
+  EXPECT_TRUE(OrderSearchApplies(p));
+  p.objective = Objective::kDeviceSpan;
+  EXPECT_FALSE(OrderSearchApplies(p));
+  Problem off = testing::RandomProblem(rng, 2, 2, 1, true, true);
+  off.memory_limit = std::vector<double>{off.static_memory[0] + 1.5 * off.activation[0],
+                                         off.static_memory[1] + 2 * off.activation[1]};
+  EXPECT_FALSE(OrderSearchApplies(off));
+}
+
+}  // namespace
+}  // namespace optpipe
