@@ -29,7 +29,7 @@ class OrderSearcher {
 
   Outcome Run() {
     b_.ComputeGraph();
-    if (!b_.FixOrders()) return Outcome::kNone;
+    if (!b_.FixOrders() || !DevicesFit()) return Outcome::kNone;
     return Dfs();
   }
   std::int64_t nodes() const { return nodes_; }
@@ -87,7 +87,7 @@ class OrderSearcher {
       const std::size_t edges = b_.edges_.size();
       b_.SetOrder(best_d, best_a, best_b, first);
       b_.edges_.push_back(first ? Edge{i, j, 0.0} : Edge{j, i, 0.0});
-      Outcome r = b_.FixOrders() ? Dfs() : Outcome::kNone;
+      Outcome r = b_.FixOrders() && DevicesFit() ? Dfs() : Outcome::kNone;
       for (const Pair& q : open_pairs) b_.Unorder(q.d, q.a, q.b);
       b_.edges_.resize(edges);
       if (r == Outcome::kFound) return r;
@@ -95,6 +95,48 @@ class OrderSearcher {
       if (cut_) return Outcome::kOpen;
     }
     return open ? Outcome::kOpen : Outcome::kNone;
+  }
+
+  // Each device alone, preemptive (Jackson's schedule: at every moment the
+  // released op with the longest tail runs), with its ops' earliest starts as
+  // release times and what must follow their ends as tails: the least time
+  // by which that device could finish everything; beyond the horizon, no
+  // schedule of the node fits. O(n log n) per device.
+  bool DevicesFit() {
+    const double horizon = b_.o_.horizon + b_.Eps();
+    for (int d = 0; d < b_.D_; ++d) {
+      jobs_.clear();
+      for (int i : b_.dev_ops_[d]) {
+        jobs_.push_back({b_.es_[i], b_.T_[i], b_.o_.horizon - b_.ls_[i] - b_.T_[i]});
+      }
+      std::sort(jobs_.begin(), jobs_.end(),
+                [](const Job& x, const Job& y) { return x.release < y.release; });
+      ready_.clear();  // (tail, remaining) max-heap on tail
+      double t = 0;
+      std::size_t next = 0;
+      while (next < jobs_.size() || !ready_.empty()) {
+        if (ready_.empty()) t = std::max(t, jobs_[next].release);
+        while (next < jobs_.size() && jobs_[next].release <= t) {
+          ready_.push_back({jobs_[next].tail, jobs_[next].duration});
+          std::push_heap(ready_.begin(), ready_.end());
+          ++next;
+        }
+        // Run the longest tail until it ends or the next release.
+        std::pop_heap(ready_.begin(), ready_.end());
+        auto [tail, left] = ready_.back();
+        const double until = next < jobs_.size() ? jobs_[next].release : kInf;
+        if (t + left <= until) {
+          t += left;
+          ready_.pop_back();
+          if (t + tail > horizon) return false;
+        } else {
+          ready_.back().second = left - (until - t);
+          std::push_heap(ready_.begin(), ready_.end());
+          t = until;
+        }
+      }
+    }
+    return true;
   }
 
   // Room left for x then y: y's latest start less x's earliest end.
@@ -124,6 +166,11 @@ class OrderSearcher {
   const std::atomic<bool>* stop_;
   Schedule found_;
   SimResult found_sim_;
+  struct Job {
+    double release, duration, tail;
+  };
+  std::vector<Job> jobs_;                         // DevicesFit's scratch
+  std::vector<std::pair<double, double>> ready_;  // (tail, time left), a heap
 };
 
 }  // namespace milp::internal
@@ -166,7 +213,8 @@ OrderSearchResult SearchOrders(const Problem& p, double lower_bound, double incu
     }
     const std::int64_t budget = (opt.max_nodes - res.nodes + 1) / 2;
     if (budget < 16) break;
-    Searcher probe(p, target, sim, budget, deadline, opt.stop);
+    const Clock::time_point now = Clock::now();
+    Searcher probe(p, target, sim, budget, now + (deadline - now) / 2, opt.stop);
     const Searcher::Outcome out = probe.Run();
     res.nodes += probe.nodes();
     ++res.probes;
