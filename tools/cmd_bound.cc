@@ -2,10 +2,14 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/device_search_bound.h"
 #include "core/format.h"
 #include "core/lower_bound.h"
+#include "exact/model.h"
+#include "exact/order_search.h"
+#include "heuristics/method.h"
 #include "tools/cli.h"
 
 namespace optpipe::cli {
@@ -22,10 +26,11 @@ Command AddBound(CLI::App& app) {
   sub->add_option("problem", args->problem, "optpipe-problem/1 JSON file")->required();
   sub->add_flag("--json", args->json,
                 "Print {bound, device_bound, critical_path, memory_bound, device_search_bound, "
-                "device_search_finished, binding_device}");
+                "device_search_finished, order_search_bound, order_search_optimal, "
+                "binding_device} (order_search_*: null where the order search does not apply)");
   sub->add_option("--search-seconds", args->search_seconds,
-                  "Wall-clock budget of the device search (cut short, it still bounds, more "
-                  "weakly)")
+                  "Wall-clock budget of the device search, and again of the order search (cut "
+                  "short, each still bounds, more weakly)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sub->footer(
@@ -34,8 +39,10 @@ Command AddBound(CLI::App& app) {
       "memory-time bound (activations must live from F to B within limit - static, or be\n"
       "offloaded at the price of host-link time); and under memory.limit, each device alone\n"
       "with its host link solved exactly by a branch-and-bound search (the rest of the\n"
-      "pipeline as release times and tails). See core/lower_bound.h and\n"
-      "core/device_search_bound.h for the proofs.");
+      "pipeline as release times and tails). Without offload (makespan), also the order\n"
+      "search: a branch and bound over every device's order below the list scheduler's\n"
+      "makespan, which may prove that schedule (or one it finds) optimal. See\n"
+      "core/lower_bound.h, core/device_search_bound.h and exact/order_search.h for the proofs.");
   return {sub, [args] {
             StatusOr<Problem> p = LoadProblem(args->problem);
             if (!p.ok()) return Fail(p.status());
@@ -43,7 +50,22 @@ Command AddBound(CLI::App& app) {
             DeviceSearchOptions so;
             so.time_limit_s = args->search_seconds;
             const DeviceSearchBound search = ComputeDeviceSearchBound(*p, so);
-            const double bound = std::max(lb.value, search.value);
+            double bound = std::max(lb.value, search.value);
+            std::optional<OrderSearchResult> order;
+            if (OrderSearchApplies(*p)) {
+              StatusOr<Solution> list = RunMethod(*p, "list");
+              OrderSearchOptions os;
+              os.time_limit_s = args->search_seconds;
+              order = SearchOrders(*p, bound,
+                                   list.ok() ? list->sim.objective : milp::SerialHorizon(*p), os);
+              bound = std::max(bound, order->bound);
+            }
+            const auto order_bound = [&]() -> nlohmann::json {
+              return order ? nlohmann::json(order->bound) : nlohmann::json(nullptr);
+            };
+            const auto order_optimal = [&]() -> nlohmann::json {
+              return order ? nlohmann::json(order->optimal) : nlohmann::json(nullptr);
+            };
             if (args->json) {
               std::cout << nlohmann::json{{"bound", bound},
                                           {"device_bound", lb.device_bound},
@@ -51,6 +73,8 @@ Command AddBound(CLI::App& app) {
                                           {"memory_bound", lb.memory_bound},
                                           {"device_search_bound", search.value},
                                           {"device_search_finished", search.finished},
+                                          {"order_search_bound", order_bound()},
+                                          {"order_search_optimal", order_optimal()},
                                           {"binding_device", lb.binding_device}}
                                .dump(1)
                         << "\n";
@@ -61,6 +85,10 @@ Command AddBound(CLI::App& app) {
               if (p->memory_limit) {
                 std::cout << ", memory bound " << lb.memory_bound << ", device search bound "
                           << search.value << (search.finished ? "" : " (search cut short)");
+              }
+              if (order) {
+                std::cout << ", order search bound " << order->bound
+                          << (order->optimal ? " (optimal: a schedule reaches it)" : "");
               }
               std::cout << ")\n";
             }

@@ -31,6 +31,24 @@ b_sched=$(json_field "$tmp/ts.json" bound)
 if [ "$b_bound" = "$b_sched" ] && [ "$b_bound" != "27.2" ]; then passed=$((passed + 1)); else
   echo "FAIL: bound $b_bound, schedule's bound $b_sched (expected equal, above 27.2)"; failed=$((failed + 1)); fi
 
+# Without offload, bound runs the order search too: on a memory-limited 8x16
+# problem it lifts the bound above the device search's to a schedule's
+# makespan (optimal), never above auto's; with offload it does not apply.
+hm="$src/tests/bench/problems/hetmem8x16-1f.json"
+"$bin" bound "$hm" --json >"$tmp/hb.json"
+want="" expect 0 "schedule auto hetmem8x16-1f" -- "$bin" schedule "$hm" --method auto -o "$tmp/hs.json"
+if python3 - "$tmp/hb.json" "$tmp/hs.json" <<'PY'
+import json, sys
+b, s = (json.load(open(f)) for f in sys.argv[1:])
+ok = (b["order_search_optimal"] is True and b["bound"] > b["device_search_bound"] + 1
+      and b["bound"] == b["order_search_bound"] and b["bound"] <= s["makespan"] + 1e-9)
+sys.exit(0 if ok else 1)
+PY
+then passed=$((passed + 1)); else
+  echo "FAIL: order search bound: $(cat "$tmp/hb.json")"; failed=$((failed + 1)); fi
+want='"order_search_bound": null' expect 0 "bound: no order search with offload" -- \
+  "$bin" bound "$tight" --json
+
 # --evaluations replaces the clock: the same seed gives the same schedule on
 # one thread and on two. A negative --threads is bad input.
 for t in 1 2; do
