@@ -120,6 +120,7 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
     order.time_limit_s = 0.1 * opt.time_limit_s;
     bound = std::max(bound, SearchOrders(p, bound, out.solution.sim.objective, order).bound);
   }
+  bound = std::min(bound, out.solution.sim.objective);  // above it only by rounding
   out.info.bound = bound;
   out.info.gap = out.solution.sim.objective > 0
                      ? (out.solution.sim.objective - bound) / out.solution.sim.objective
