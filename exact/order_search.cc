@@ -29,7 +29,7 @@ class OrderSearcher {
 
   Outcome Run() {
     b_.ComputeGraph();
-    if (!b_.FixOrders() || !DevicesFit()) return Outcome::kNone;
+    if (!Propagate()) return Outcome::kNone;
     return Dfs();
   }
   std::int64_t nodes() const { return nodes_; }
@@ -87,7 +87,7 @@ class OrderSearcher {
       const std::size_t edges = b_.edges_.size();
       b_.SetOrder(best_d, best_a, best_b, first);
       b_.edges_.push_back(first ? Edge{i, j, 0.0} : Edge{j, i, 0.0});
-      Outcome r = b_.FixOrders() && DevicesFit() ? Dfs() : Outcome::kNone;
+      Outcome r = Propagate() ? Dfs() : Outcome::kNone;
       for (const Pair& q : open_pairs) b_.Unorder(q.d, q.a, q.b);
       b_.edges_.resize(edges);
       if (r == Outcome::kFound) return r;
@@ -95,6 +95,79 @@ class OrderSearcher {
       if (cut_) return Outcome::kOpen;
     }
     return open ? Outcome::kOpen : Outcome::kNone;
+  }
+
+  // The windows' fixing and the memory rule's, until neither orders a pair;
+  // then the devices' preemptive bound. False: no schedule of the node fits.
+  bool Propagate() {
+    for (;;) {
+      if (!b_.FixOrders()) return false;
+      bool changed = false;
+      if (!MemoryFits(changed)) return false;
+      if (!changed) return DevicesFit();
+    }
+  }
+
+  // Without offload a device's memory changes only with its own ops, so at
+  // the start of each forward x it is static + x's activation + what the ops
+  // ordered before x allocated less what they freed. Open ops that would
+  // free memory before x count as before x when they can be (a B whose F is
+  // before x, a W whose B is, or whose B can be): the least memory x can
+  // start with. Above the limit, the node fails; an open op without which it
+  // would be must precede x (ordered here, with an edge).
+  bool MemoryFits(bool& changed) {
+    const Problem& p = b_.p_;
+    if (!p.memory_limit) return true;
+    for (int d = 0; d < b_.D_; ++d) {
+      const auto& ops = b_.dev_ops_[d];
+      const std::size_t n = ops.size();
+      const double limit = (*p.memory_limit)[d] - p.static_memory[d];
+      const double eps = 1e-9 * std::max(1.0, limit);
+      for (std::size_t a = 0; a < n; ++a) {
+        const Op& x = b_.op_[ops[a]];
+        if (x.type != OpType::kF) continue;
+        // The state of "op at index c before x": 1 yes, 0 no, -1 open.
+        const auto before = [&](std::size_t c) {
+          const Lit& l = b_.before_[d][c * n + a];
+          return l.is_const() ? static_cast<int>(l.value) : -1;
+        };
+        const auto index = [&](OpType t, const Op& o) {
+          return static_cast<std::size_t>(b_.pos_[b_.Id(t, o.stage, o.microbatch)]);
+        };
+        double least = Allocates(p, x);
+        frees_.clear();
+        for (std::size_t c = 0; c < n; ++c) {
+          if (c == a) continue;
+          const Op& y = b_.op_[ops[c]];
+          const double delta = Allocates(p, y) - Frees(p, y);
+          const int state = before(c);
+          if (state == 1) {
+            least += delta;
+          } else if (state == -1 && delta < 0) {
+            bool can = false;
+            if (y.type == OpType::kB) {
+              can = before(index(OpType::kF, y)) == 1;
+            } else if (y.type == OpType::kW) {
+              const int bs = before(index(OpType::kB, y));
+              can = bs == 1 || (bs == -1 && before(index(OpType::kF, y)) == 1);
+            }
+            if (can) {
+              least += delta;
+              frees_.push_back({c, delta});
+            }
+          }
+        }
+        if (least > limit + eps) return false;
+        for (auto [c, delta] : frees_) {
+          if (least - delta > limit + eps) {
+            b_.SetOrder(d, c, a, true);
+            b_.edges_.push_back({ops[c], ops[a], 0.0});
+            changed = true;
+          }
+        }
+      }
+    }
+    return true;
   }
 
   // Each device alone, preemptive (Jackson's schedule: at every moment the
@@ -169,8 +242,9 @@ class OrderSearcher {
   struct Job {
     double release, duration, tail;
   };
-  std::vector<Job> jobs_;                         // DevicesFit's scratch
-  std::vector<std::pair<double, double>> ready_;  // (tail, time left), a heap
+  std::vector<Job> jobs_;                              // DevicesFit's scratch
+  std::vector<std::pair<std::size_t, double>> frees_;  // MemoryFits' scratch
+  std::vector<std::pair<double, double>> ready_;       // (tail, time left), a heap
 };
 
 }  // namespace milp::internal

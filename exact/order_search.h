@@ -7,17 +7,22 @@
 // DAG, the fixed micro-batch order, the memory precedences and the load of
 // the ops already ordered before and after it on its device, and fixes every
 // pair of one device whose windows allow one order only, until nothing
-// changes; an op without a window, or a pair that fits neither way, ends the
-// branch, as does a device that cannot finish by T even preemptively
-// (Jackson's schedule with the windows' release times and tails). A node
-// branches on the most constrained open pair (the least slack in its roomier
-// order: y's latest start less x's earliest end for x then y), that order
-// first. A leaf orders every device completely: its orders, simulated, are a
-// schedule when the memory precedences say all of the memory rule (the
-// simulator decides). A probe that runs out of branches proves that no
-// schedule ends by T; one that finds a schedule gives a new incumbent; one
-// cut short by its budget, or reaching a leaf that breaks the memory rule,
-// proves nothing.
+// changes. Without offload a device's memory changes only with its own ops,
+// so the memory rule is a rule on orders too: a forward starts with static
+// memory, its activation, and what the ops ordered before it allocated less
+// what they freed; with the open ops that could free memory counted as
+// before it, above the limit the node fails, and an open op without which it
+// would be is ordered before it. Both rules repeat until neither orders a
+// pair. An op without a window, a pair that fits neither way, a forward that
+// cannot fit, or a device that cannot finish by T even preemptively
+// (Jackson's schedule with the windows' release times and tails) ends the
+// branch. A node branches on the most constrained open pair (the least slack
+// in its roomier order: y's latest start less x's earliest end for x then
+// y), that order first. A leaf orders every device completely; its orders,
+// simulated, are a schedule (the simulator has the last word). A probe that
+// runs out of branches proves that no schedule ends by T; one that finds a
+// schedule gives a new incumbent; one cut short by its budget proves
+// nothing.
 //
 // The probes bisect between the lower bound and the incumbent (on multiples
 // of the time grain, when the durations have one: proving "none by the
