@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
 #include "core/checker.h"
@@ -94,6 +95,42 @@ void Product(const std::vector<std::vector<std::vector<Op>>>& choices, std::size
 }
 
 }  // namespace
+
+double BruteForceOptimum(const Problem& p, bool offload, long* count) {
+  double best = std::numeric_limits<double>::infinity();
+  Simulator sim(p);
+  sim.set_describe_deadlocks(false);  // many orders deadlock; only the optimum matters
+  long n = 0;
+  ForEachSchedule(p, offload, [&](const Schedule& s) {
+    StatusOr<SimResult> r = sim.Run(s);
+    ++n;
+    if (r.ok()) best = std::min(best, r->objective);
+  });
+  if (count) *count = n;
+  return best;
+}
+
+std::vector<NamedProblem> TinyProblems(std::mt19937& rng) {
+  std::vector<NamedProblem> out;
+  for (auto [d, m] : {std::pair{2, 2}, {2, 3}, {3, 2}}) {
+    for (bool split : {true, false}) {
+      if (split && d == 2 && m == 3) continue;  // 2.8M orders: too slow to enumerate
+      const std::string tag =
+          std::to_string(d) + "x" + std::to_string(m) + (split ? "-split" : "-fused");
+      out.push_back({"unit-" + tag, UnitProblem(d, m, split)});
+      out.push_back({"random-" + tag, RandomProblem(rng, d, m, 1, split)});
+      Problem lim = RandomProblem(rng, d, m, 1, split);
+      lim.memory_limit = std::vector<double>(d);
+      for (int k = 0; k < d; ++k) {
+        (*lim.memory_limit)[k] =
+            lim.static_memory[k] + lim.activation[k] * std::max(1.0, d - k - 0.5);
+      }
+      out.push_back({"limited-" + tag, lim});
+    }
+  }
+  out.push_back({"interleaved-2x1x2", RandomProblem(rng, 2, 1, 2, true)});
+  return out;
+}
 
 void ForEachSchedule(const Problem& p, bool offload,
                      const std::function<void(const Schedule&)>& fn) {

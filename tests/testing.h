@@ -33,6 +33,20 @@ Problem RandomProblem(std::mt19937& rng, int devices, int microbatches, int v = 
 void ForEachSchedule(const Problem& p, bool offload,
                      const std::function<void(const Schedule&)>& fn);
 
+// The least objective over every schedule ForEachSchedule enumerates
+// (infinity if none simulates); `count` receives how many it enumerated.
+double BruteForceOptimum(const Problem& p, bool offload, long* count = nullptr);
+
+// Tiny problems to compare with brute force, drawn from `rng`: unit costs,
+// random costs, and random costs under a memory limit that binds (room for
+// one activation fewer than 1F1B keeps), at 2x2, 2x3 (fused only) and 3x2
+// with either backward; then a random interleaved 2x1 with two chunks.
+struct NamedProblem {
+  std::string name;
+  Problem p;
+};
+std::vector<NamedProblem> TinyProblems(std::mt19937& rng);
+
 // Runs a method through the registry and checks its output independently: the
 // checker accepts it and agrees with the simulator on the objective. Returns an
 // empty Solution (after a test failure) when the method fails.

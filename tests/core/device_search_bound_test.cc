@@ -15,19 +15,6 @@
 namespace optpipe {
 namespace {
 
-// The optimum over every order-driven schedule of a tiny problem: never below
-// the true optimum, so a valid bound never exceeds it.
-double BruteForceOptimum(const Problem& p, bool offload) {
-  double best = std::numeric_limits<double>::infinity();
-  Simulator sim(p);
-  sim.set_describe_deadlocks(false);
-  testing::ForEachSchedule(p, offload, [&](const Schedule& s) {
-    StatusOr<SimResult> r = sim.Run(s);
-    if (r.ok()) best = std::min(best, r->objective);
-  });
-  return best;
-}
-
 // The makespan of a schedule in text form; NaN (after a test failure) when it
 // does not parse or simulate.
 double Makespan(const Problem& p, const std::string& text) {
@@ -55,7 +42,7 @@ TEST(DeviceSearchBound, NeverAboveTheBruteForceOptimum) {
     p.memory_limit = p.static_memory;
     for (int d = 0; d < devices; ++d)  // rooms for 1 to 1.75 activations
       (*p.memory_limit)[d] += p.activation[d] * (1.0 + 0.25 * ((trial / 2) % 4));
-    const double opt = BruteForceOptimum(p, offload);
+    const double opt = testing::BruteForceOptimum(p, offload);
     if (opt == std::numeric_limits<double>::infinity()) continue;
     ++tried;
     const DeviceSearchBound sb = ComputeDeviceSearchBound(p);
@@ -86,10 +73,10 @@ TEST(DeviceSearchBound, RoomForOneActivationByHand) {
   const Problem kept = make(false), off = make(true);
   EXPECT_NEAR(ComputeLowerBound(kept).value, 9, 1e-6);
   EXPECT_NEAR(ComputeDeviceSearchBound(kept).value, 10, 1e-9);
-  EXPECT_NEAR(BruteForceOptimum(kept, false), 10, 1e-9);
+  EXPECT_NEAR(testing::BruteForceOptimum(kept, false), 10, 1e-9);
   EXPECT_LT(ComputeLowerBound(off).value, 8 - 0.1);
   EXPECT_NEAR(ComputeDeviceSearchBound(off).value, 8, 1e-9);
-  EXPECT_NEAR(BruteForceOptimum(off, true), 8, 1e-9);
+  EXPECT_NEAR(testing::BruteForceOptimum(off, true), 8, 1e-9);
   const DeviceSearchBound sb = ComputeDeviceSearchBound(off);
   ASSERT_EQ(sb.device_value.size(), 2u);
   EXPECT_NEAR(sb.device_value[1], 1 + 6, 1e-9);  // device 1 alone: its head and its work

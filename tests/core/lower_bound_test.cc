@@ -12,21 +12,6 @@
 namespace optpipe {
 namespace {
 
-// The optimum over every order-driven schedule of a tiny problem.
-double BruteForceOptimum(const Problem& p, bool offload, long* count = nullptr) {
-  double best = std::numeric_limits<double>::infinity();
-  Simulator sim(p);
-  sim.set_describe_deadlocks(false);  // many orders deadlock; only the optimum matters
-  long n = 0;
-  testing::ForEachSchedule(p, offload, [&](const Schedule& s) {
-    StatusOr<SimResult> r = sim.Run(s);
-    ++n;
-    if (r.ok()) best = std::min(best, r->objective);
-  });
-  if (count) *count = n;
-  return best;
-}
-
 TEST(LowerBound, MatchesPaperFormulasOnUnitCosts) {
   // Fused: device D-1 waits (D-1) forwards, works 3M, then B chain of D-1 stages.
   Problem fused = testing::UnitProblem(4, 8, false);
@@ -66,7 +51,7 @@ TEST(LowerBound, NeverAboveBruteForceOptimumAndTightOnSmallCases) {
       Problem p = c.p;
       p.objective = obj;
       long n = 0;
-      const double opt = BruteForceOptimum(p, c.offload, &n);
+      const double opt = testing::BruteForceOptimum(p, c.offload, &n);
       const double lb = ComputeLowerBound(p).value;
       ASSERT_LT(opt, std::numeric_limits<double>::infinity());
       EXPECT_LE(lb, opt + 1e-9) << ToJson(p);
@@ -102,8 +87,8 @@ TEST(LowerBound, MemoryTimeBoundByHand) {
   EXPECT_NEAR(ComputeLowerBound(make(4, true)).value, 12, 1e-9);
   EXPECT_NEAR(ComputeLowerBound(make(2, false)).value, 8, 1e-9);
   EXPECT_NEAR(ComputeLowerBound(make(2, true)).value, 6, 1e-9);
-  EXPECT_NEAR(BruteForceOptimum(make(2, false), false), 8, 1e-9);
-  EXPECT_NEAR(BruteForceOptimum(make(2, true), true), 6, 1e-9);
+  EXPECT_NEAR(testing::BruteForceOptimum(make(2, false), false), 8, 1e-9);
+  EXPECT_NEAR(testing::BruteForceOptimum(make(2, true), true), 6, 1e-9);
   Problem span = make(2, true);
   span.objective = Objective::kDeviceSpan;
   EXPECT_NEAR(ComputeLowerBound(span).value, 6, 1e-9);
@@ -132,10 +117,10 @@ TEST(LowerBound, WholeActivationsThatDoNotShareTheRoom) {
   };
   EXPECT_NEAR(ComputeLowerBound(make(4, false)).memory_bound, 24, 1e-6);
   EXPECT_NEAR(ComputeLowerBound(make(2, false)).value, 12, 1e-6);
-  EXPECT_NEAR(BruteForceOptimum(make(2, false), false), 12, 1e-9);
+  EXPECT_NEAR(testing::BruteForceOptimum(make(2, false), false), 12, 1e-9);
   EXPECT_NEAR(ComputeLowerBound(make(4, true)).memory_bound, 17, 1e-6);
   EXPECT_NEAR(ComputeLowerBound(make(2, true)).value, 9, 1e-6);
-  EXPECT_NEAR(BruteForceOptimum(make(2, true), false), 9, 1e-9);
+  EXPECT_NEAR(testing::BruteForceOptimum(make(2, true), false), 9, 1e-9);
   // The activations on stage 1 instead (fused): lives F1 B1 = 3, which start
   // after F0 = 1 and end before B0 = 2: 1 + 2 x 3 + 2 = 9 on 2 micro-batches.
   Problem late = make(2, false);
@@ -144,7 +129,7 @@ TEST(LowerBound, WholeActivationsThatDoNotShareTheRoom) {
   late.offloadable = {0, 1};
   late.memory_limit = std::vector<double>{1, 1.5};
   EXPECT_NEAR(ComputeLowerBound(late).value, 9, 1e-6);
-  EXPECT_NEAR(BruteForceOptimum(late, false), 9, 1e-9);
+  EXPECT_NEAR(testing::BruteForceOptimum(late, false), 9, 1e-9);
 }
 
 // Room 1.3 holds one whole activation (1) or two waiting for their W (0.6
@@ -159,7 +144,7 @@ TEST(LowerBound, WeighsWhatCannotShareTheRoom) {
          "stage_time": {"f": 1, "b": 1, "w": 1}, "memory": {"activation": [1, 0],
          "freed_by_b": [0.4, 0], "static": 0, "limit": [1.3, 1]})");
   EXPECT_NEAR(ComputeLowerBound(p).memory_bound, 13.5, 1e-6);
-  EXPECT_NEAR(BruteForceOptimum(p, false), 15, 1e-9);  // above it, as a bound must be
+  EXPECT_NEAR(testing::BruteForceOptimum(p, false), 15, 1e-9);  // above it, as a bound must be
 }
 
 // Without offload and with room for one activation, device 0 runs one F (2)
@@ -188,7 +173,7 @@ TEST(LowerBound, MemoryBoundNeverAboveTheOptimum) {
     for (int d = 0; d < 2; ++d)  // rooms for 1 to 1.75 activations: whole ones cannot share
       (*p.memory_limit)[d] += p.activation[d] * (1.0 + 0.25 * (trial % 4));
     if (trial % 4 == 3) p.objective = Objective::kDeviceSpan;
-    const double opt = BruteForceOptimum(p, offload);
+    const double opt = testing::BruteForceOptimum(p, offload);
     if (opt == std::numeric_limits<double>::infinity()) continue;
     const LowerBound lb = ComputeLowerBound(p);
     EXPECT_LE(lb.value, opt + 1e-9) << ToJson(p);

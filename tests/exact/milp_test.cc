@@ -21,18 +21,6 @@ namespace {
 
 constexpr double kTol = 1e-6;
 
-// The optimum over every order-driven schedule of a tiny problem.
-double BruteForceOptimum(const Problem& p, bool offload) {
-  double best = std::numeric_limits<double>::infinity();
-  Simulator sim(p);
-  sim.set_describe_deadlocks(false);  // many orders deadlock; only the optimum matters
-  testing::ForEachSchedule(p, offload, [&](const Schedule& s) {
-    StatusOr<SimResult> r = sim.Run(s);
-    if (r.ok()) best = std::min(best, r->objective);
-  });
-  return best;
-}
-
 // The best valid heuristic schedule, the warm start the CLI uses.
 std::optional<Solution> BestHeuristic(const Problem& p) {
   std::optional<Solution> best;
@@ -69,24 +57,7 @@ struct Case {
 std::vector<Case> TinyCases() {
   std::vector<Case> cases;
   std::mt19937 rng(7);
-  for (auto [d, m] : {std::pair{2, 2}, {2, 3}, {3, 2}}) {
-    for (bool split : {true, false}) {
-      if (split && d == 2 && m == 3) continue;  // 2.8M orders: too slow to enumerate here
-      const std::string tag =
-          std::to_string(d) + "x" + std::to_string(m) + (split ? "-split" : "-fused");
-      cases.push_back({"unit-" + tag, testing::UnitProblem(d, m, split)});
-      cases.push_back({"random-" + tag, testing::RandomProblem(rng, d, m, 1, split)});
-      // A memory limit that binds: one activation fewer than 1F1B keeps on stage 0.
-      Problem lim = testing::RandomProblem(rng, d, m, 1, split);
-      lim.memory_limit = std::vector<double>(d);
-      for (int k = 0; k < d; ++k) {
-        (*lim.memory_limit)[k] =
-            lim.static_memory[k] + lim.activation[k] * std::max(1.0, d - k - 0.5);
-      }
-      cases.push_back({"limited-" + tag, lim});
-    }
-  }
-  cases.push_back({"interleaved-2x1x2", testing::RandomProblem(rng, 2, 1, 2, true)});
+  for (testing::NamedProblem& c : testing::TinyProblems(rng)) cases.push_back({c.name, c.p});
   // Offload under tight limits: the optimum must weigh the host link.
   for (bool split : {false, true}) {
     Problem off = testing::RandomProblem(rng, 2, 2, 1, split, true);
@@ -109,7 +80,7 @@ TEST(Milp, OptimumEqualsBruteForceOnTinyProblems) {
       p.objective = obj;
       const std::string what =
           c.name + (obj == Objective::kMakespan ? " makespan" : " device_span");
-      const double brute = BruteForceOptimum(p, c.offload);
+      const double brute = testing::BruteForceOptimum(p, c.offload);
       ASSERT_LT(brute, std::numeric_limits<double>::infinity()) << what;
       std::optional<Solution> warm = BestHeuristic(p);
       MilpOptions opt;
@@ -141,7 +112,7 @@ TEST(Milp, OffloadOptimumIsProvenWithoutTheFixedOrder) {
          "w": [0.5, 1.27]}, "offload_time": [1.61, 1.17], "memory": {"activation": [0.77, 0.86],
          "freed_by_b": [0.31, 0.35], "offloadable": [0.69, 0.78], "static": 1,
          "limit": [2.34, 2.51]})");
-  const double brute = BruteForceOptimum(p, true);
+  const double brute = testing::BruteForceOptimum(p, true);
   EXPECT_NEAR(brute, 10.55, 1e-9);
   EXPECT_LT(BestLowerBound(p), brute - 0.1);
   std::string log;
@@ -187,7 +158,7 @@ TEST(Milp, SolutionsHeldAtTheirTimesReplayExactly) {
 TEST(Milp, TriangleCutsAndFreeOrderKeepTheOptimum) {
   for (const Case& c : TinyCases()) {
     if (c.offload) continue;  // free micro-batch order with offload: too many pairs for a unit test
-    const double brute = BruteForceOptimum(c.p, false);
+    const double brute = testing::BruteForceOptimum(c.p, false);
     MilpOptions opt;
     opt.triangle_cuts = true;
     opt.fix_microbatch_order = c.name.find("unit-2x2") != std::string::npos ? false : true;

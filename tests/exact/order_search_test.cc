@@ -20,17 +20,6 @@ namespace {
 
 constexpr double kTol = 1e-6;
 
-double BruteForceOptimum(const Problem& p) {
-  double best = std::numeric_limits<double>::infinity();
-  Simulator sim(p);
-  sim.set_describe_deadlocks(false);
-  testing::ForEachSchedule(p, false, [&](const Schedule& s) {
-    StatusOr<SimResult> r = sim.Run(s);
-    if (r.ok()) best = std::min(best, r->objective);
-  });
-  return best;
-}
-
 // A schedule the search returns is one: it simulates to the makespan reported
 // and the checker accepts it.
 void ExpectSchedule(const Problem& p, const OrderSearchResult& r, const std::string& what) {
@@ -41,39 +30,11 @@ void ExpectSchedule(const Problem& p, const OrderSearchResult& r, const std::str
   EXPECT_TRUE(CheckSchedule(p, ToTimed(p, *r.schedule, *sim)).valid()) << what;
 }
 
-struct Case {
-  std::string name;
-  Problem p;
-};
-
-std::vector<Case> TinyCases() {
-  std::vector<Case> cases;
-  std::mt19937 rng(11);
-  for (auto [d, m] : {std::pair{2, 2}, {2, 3}, {3, 2}}) {
-    for (bool split : {true, false}) {
-      if (split && d == 2 && m == 3) continue;  // too many orders to enumerate here
-      const std::string tag =
-          std::to_string(d) + "x" + std::to_string(m) + (split ? "-split" : "-fused");
-      cases.push_back({"unit-" + tag, testing::UnitProblem(d, m, split)});
-      cases.push_back({"random-" + tag, testing::RandomProblem(rng, d, m, 1, split)});
-      // Room for one activation fewer than 1F1B keeps on each device.
-      Problem lim = testing::RandomProblem(rng, d, m, 1, split);
-      lim.memory_limit = std::vector<double>(d);
-      for (int k = 0; k < d; ++k) {
-        (*lim.memory_limit)[k] =
-            lim.static_memory[k] + lim.activation[k] * std::max(1.0, d - k - 0.5);
-      }
-      cases.push_back({"limited-" + tag, lim});
-    }
-  }
-  cases.push_back({"interleaved-2x1x2", testing::RandomProblem(rng, 2, 1, 2, true)});
-  return cases;
-}
-
 TEST(OrderSearch, FindsAndProvesTheBruteForceOptimumOnTinyProblems) {
-  for (const Case& c : TinyCases()) {
+  std::mt19937 rng(11);
+  for (const testing::NamedProblem& c : testing::TinyProblems(rng)) {
     ASSERT_TRUE(OrderSearchApplies(c.p)) << c.name;
-    const double brute = BruteForceOptimum(c.p);
+    const double brute = testing::BruteForceOptimum(c.p, false);
     ASSERT_LT(brute, std::numeric_limits<double>::infinity()) << c.name;
     OrderSearchOptions opt;
     opt.time_limit_s = 20;
