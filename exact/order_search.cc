@@ -250,7 +250,18 @@ class OrderSearcher {
 }  // namespace milp::internal
 
 bool OrderSearchApplies(const Problem& p) {
-  return p.objective == Objective::kMakespan && !p.offload_allowed() && p.devices > 0;
+  if (p.objective != Objective::kMakespan || p.offload_allowed() || p.devices <= 0) return false;
+  // The builder keeps an order literal per pair of a device's ops and the
+  // closure as ops^2 bits: bounded to some 100 MB.
+  std::vector<std::int64_t> ops(p.devices, 0);
+  for (int s = 0; s < p.stages(); ++s)
+    ops[p.stage_device[s]] += p.microbatches * (p.split_backward ? 3 : 2);
+  std::int64_t pairs = 0, all = 0;
+  for (std::int64_t n : ops) {
+    pairs += n * n;
+    all += n;
+  }
+  return pairs <= 4'000'000 && all <= 16'384;
 }
 
 OrderSearchResult SearchOrders(const Problem& p, double lower_bound, double incumbent,

@@ -67,7 +67,9 @@ struct OrderSearchResult {
 };
 
 // Makespan objective, offload not allowed (with offload the fixed micro-batch
-// order is a restriction, so its proofs would not hold), and at least one device.
+// order is a restriction, so its proofs would not hold), and a size whose
+// pair literals and closure fit in about 100 MB: at most 4M pairs of one
+// device's ops and 16,384 compute ops (16x128 applies, 32x256 does not).
 bool OrderSearchApplies(const Problem& p);
 
 // `lower_bound`: a proven bound; `incumbent`: the makespan of a known schedule

@@ -168,7 +168,9 @@ TEST(OrderSearch, StopTokenEndsItWithTheBoundItHad) {
   EXPECT_FALSE(r.schedule.has_value());
 }
 
-TEST(OrderSearch, AppliesWithoutOffloadToTheMakespanOnly) {
+TEST(OrderSearch, AppliesWithoutOffloadToTheMakespanUpToASize) {
+  EXPECT_TRUE(OrderSearchApplies(testing::UnitProblem(16, 128, true)));
+  EXPECT_FALSE(OrderSearchApplies(testing::UnitProblem(32, 256, true)));  // 590k pairs a device
   std::mt19937 rng(3);
   Problem p = testing::RandomProblem(rng, 2, 2, 1, true);
   EXPECT_TRUE(OrderSearchApplies(p));
