@@ -64,8 +64,31 @@ SearchOptions Heuristic(const SolveOptions& opt) {
   return o;
 }
 
+Solved FromMilp(MilpResult& r, std::chrono::steady_clock::time_point t0) {
+  Solved out{Solution{std::move(*r.schedule), std::move(*r.sim)}, SolveInfo{}};
+  out.solution.schedule.method = "milp";
+  out.info.termination = ToString(r.termination);
+  out.info.bound = r.bound;
+  out.info.gap = r.gap;
+  out.info.solve_seconds = Since(t0);
+  return out;
+}
+
 StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
+  // Without offload the order search often proves a quick schedule optimal
+  // at once: a tenth of the budget from the list scheduler's first.
+  if (OrderSearchApplies(p)) {
+    if (StatusOr<Solution> list = RunMethod(p, "list"); list.ok()) {
+      MilpOptions quick;
+      quick.time_limit_s = opt.time_limit_s / 10;
+      quick.log = opt.log;
+      StatusOr<MilpResult> r = SolveMilp(p, quick, &list->schedule);
+      if (r.ok() && r->schedule && r->termination == MilpTermination::kOptimal) {
+        return FromMilp(*r, t0);
+      }
+    }
+  }
   // Warm start: auto with a fifth of the budget.
   SearchOptions search = Heuristic(opt);
   search.time_limit_s = opt.time_limit_s / 5;
@@ -85,13 +108,7 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
         "milp: no heuristic fits the memory limit and the MILP found no schedule in " +
         std::to_string(opt.time_limit_s) + " s (" + ToString(r->termination) + ")");
   }
-  Solved out{Solution{std::move(*r->schedule), std::move(*r->sim)}, SolveInfo{}};
-  out.solution.schedule.method = "milp";
-  out.info.termination = ToString(r->termination);
-  out.info.bound = r->bound;
-  out.info.gap = r->gap;
-  out.info.solve_seconds = Since(t0);
-  return out;
+  return FromMilp(*r, t0);
 }
 
 }  // namespace

@@ -46,6 +46,16 @@ sys.exit(0 if ok else 1)
 PY
 then passed=$((passed + 1)); else
   echo "FAIL: order search bound: $(cat "$tmp/hb.json")"; failed=$((failed + 1)); fi
+# milp on it: the order search proves a schedule optimal (the file says so).
+want="" expect 0 "schedule milp hetmem8x16-1f" -- "$bin" schedule "$hm" --method milp \
+  --time-limit 30 -o "$tmp/hm.json"
+if python3 - "$tmp/hm.json" "$tmp/hb.json" <<'PY'
+import json, sys
+s, b = (json.load(open(f)) for f in sys.argv[1:])
+sys.exit(0 if s["termination"] == "optimal" and abs(s["makespan"] - b["bound"]) < 1e-9 else 1)
+PY
+then passed=$((passed + 1)); else
+  echo "FAIL: milp on hetmem8x16-1f is not proven optimal at bound's value"; failed=$((failed + 1)); fi
 want='"order_search_bound": null' expect 0 "bound: no order search with offload" -- \
   "$bin" bound "$tight" --json
 
