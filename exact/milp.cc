@@ -151,6 +151,17 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
     return finish(MilpTermination::kOptimal, core_bound);
   }
 
+  // A simulated schedule better than the incumbent replaces it.
+  const auto adopt = [&](Schedule s, const SimResult& sim) {
+    if (best && sim.objective >= best_sim->objective - tol) return false;
+    best = std::move(s);
+    best_sim = sim;
+    res.from_warm_start = false;
+    ++res.stats.improvements;
+    if (opt.on_improvement) opt.on_improvement(*best, *best_sim);
+    return true;
+  };
+
   // Where it applies, the order search first: it proves far more per second
   // than lp_solve's tree on such problems (exact/order_search.h).
   if (opt.order_search_nodes > 0 && OrderSearchApplies(p) && opt.fix_microbatch_order) {
@@ -161,13 +172,7 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
     os.log = log;
     OrderSearchResult r =
         SearchOrders(p, core_bound, best ? best_sim->objective : milp::SerialHorizon(p), os);
-    if (r.schedule && (!best || r.sim->objective < best_sim->objective - tol)) {
-      best = std::move(r.schedule);
-      best_sim = std::move(r.sim);
-      res.from_warm_start = false;
-      ++res.stats.improvements;
-      if (opt.on_improvement) opt.on_improvement(*best, *best_sim);
-    }
+    if (r.schedule) adopt(std::move(*r.schedule), *r.sim);
     res.stats.order_search_nodes = r.nodes;
     core_bound = std::max(core_bound, r.bound);
     log("order search: bound " + FormatNumber(core_bound) +
@@ -254,15 +259,10 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
     }
     res.stats.max_retime_excess =
         std::max(res.stats.max_retime_excess, r->objective - milp_objective);
-    if (best && r->objective >= best_sim->objective - tol) return;
-    best = std::move(s);
-    best_sim = *r;
-    res.from_warm_start = false;
-    ++res.stats.improvements;
+    if (!adopt(std::move(s), *r)) return;
     log("incumbent " + FormatNumber(best_sim->objective) + " (milp " +
         FormatNumber(milp_objective) + ") bound " +
         FormatNumber(std::max(core_bound, res.stats.root_bound)));
-    if (opt.on_improvement) opt.on_improvement(*best, *best_sim);
   };
 
   // With offload, the fixed micro-batch order is a restriction (see

@@ -147,11 +147,9 @@ void Builder::ComputeWindows() {
       tail_min_[d] = dev_ops_[d].empty() ? 0.0 : t;
     }
   }
-  const std::vector<double>& load_before = load_before_;
-  const std::vector<double>& load_after = load_after_;
   es_.assign(nc_, 0.0);
   for (int i : topo_) {
-    double e = std::max(0.0, head_[dev_[i]] + load_before[i]);
+    double e = std::max(0.0, head_[dev_[i]] + load_before_[i]);
     for (auto [q, lag] : pred(i)) e = std::max(e, es_[q] + T_[q] + lag);
     es_[i] = e;
   }
@@ -159,7 +157,7 @@ void Builder::ComputeWindows() {
   for (auto it = topo_.rbegin(); it != topo_.rend(); ++it) {
     const int i = *it;
     const int d = dev_[i];
-    double l = deadline_[d] - T_[i] - load_after[i] - tail_min_[d];
+    double l = deadline_[d] - T_[i] - load_after_[i] - tail_min_[d];
     if (p_.objective == Objective::kMakespan) l = std::min(l, o_.horizon - T_[i] - tail_[i]);
     for (auto [j, lag] : succ(i)) l = std::min(l, ls_[j] - lag - T_[i]);
     ls_[i] = l;
