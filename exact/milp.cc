@@ -64,6 +64,9 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
   if (!(opt.time_limit_s >= 0) || !std::isfinite(opt.time_limit_s)) {
     return InvalidArgument("time_limit_s: must be a finite number >= 0");
   }
+  if (!(opt.known_bound >= 0) || !std::isfinite(opt.known_bound)) {
+    return InvalidArgument("known_bound: must be a finite number >= 0");
+  }
   const auto log = [&](const std::string& line) {
     if (opt.log) {
       std::ostringstream t;
@@ -74,7 +77,7 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
 
   MilpResult res;
   // The core bounds: ComputeLowerBound, and each device alone solved exactly.
-  double core_bound = ComputeLowerBound(p).value;
+  double core_bound = std::max(ComputeLowerBound(p).value, opt.known_bound);
   if (opt.device_search_nodes > 0) {
     const DeviceSearchBound search =
         ComputeDeviceSearchBound(p, {opt.device_search_nodes, opt.time_limit_s / 4});

@@ -68,6 +68,9 @@ struct MilpOptions {
   // optimal lp_solve does not run. It gets at most half of the time left; 0:
   // not run.
   std::int64_t order_search_nodes = 2'000'000;
+  // A lower bound the caller has already proven (an earlier call's `bound`):
+  // it joins the core bounds, so the searches start from it. 0: none.
+  double known_bound = 0;
 };
 
 enum class MilpTermination {

@@ -77,28 +77,32 @@ Solved FromMilp(MilpResult& r, std::chrono::steady_clock::time_point t0) {
 StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   // Without offload the order search often proves a quick schedule optimal
-  // at once: a tenth of the budget from the list scheduler's first.
+  // at once: a tenth of the budget from the list scheduler's first. When it
+  // does not, what it proved and found carries on.
+  std::optional<MilpResult> quick;
   if (OrderSearchApplies(p)) {
     if (StatusOr<Solution> list = RunMethod(p, "list"); list.ok()) {
-      MilpOptions quick;
-      quick.time_limit_s = opt.time_limit_s / 10;
-      quick.log = opt.log;
-      StatusOr<MilpResult> r = SolveMilp(p, quick, &list->schedule);
+      MilpOptions qo;
+      qo.time_limit_s = opt.time_limit_s / 10;
+      qo.log = opt.log;
+      StatusOr<MilpResult> r = SolveMilp(p, qo, &list->schedule);
       if (r.ok() && r->schedule && r->termination == MilpTermination::kOptimal) {
         return FromMilp(*r, t0);
       }
+      if (r.ok() && r->schedule) quick = std::move(*r);
     }
   }
-  // Warm start: auto with a fifth of the budget.
+  // Warm start: auto with a fifth of the budget (or the quick pass's schedule, if better).
   SearchOptions search = Heuristic(opt);
   search.time_limit_s = opt.time_limit_s / 5;
   StatusOr<Solution> auto_run = SolveAuto(p, search, opt.log);
-  const std::optional<Solution> warm =
-      auto_run.ok() ? std::optional<Solution>(std::move(*auto_run)) : std::nullopt;
+  const Schedule* warm = auto_run.ok() ? &auto_run->schedule : nullptr;
+  if (quick && (!warm || quick->objective < auto_run->sim.objective)) warm = &*quick->schedule;
   MilpOptions mo;
   mo.time_limit_s = std::max(0.0, opt.time_limit_s - Since(t0));
   mo.log = opt.log;
-  StatusOr<MilpResult> r = SolveMilp(p, mo, warm ? &warm->schedule : nullptr);
+  if (quick) mo.known_bound = quick->bound;
+  StatusOr<MilpResult> r = SolveMilp(p, mo, warm);
   if (!r.ok()) return r.status();
   if (!r->schedule) {
     if (r->termination == MilpTermination::kInfeasible) {

@@ -279,6 +279,39 @@ TEST(Milp, StopTokenInterruptsAndImprovementsAreReported) {
   EXPECT_GT(r->stats.improvements, 0);
 }
 
+TEST(Milp, AKnownBoundSkipsTheSearchItProves) {
+  // The optimum of a tiny problem by enumeration, given as known: from a
+  // schedule at that optimum no search runs; a bound is never taken on trust
+  // above a schedule, and a malformed one is an error.
+  std::mt19937 rng(11);
+  Problem p;
+  double optimum = 0;
+  do {  // one whose optimum lies above the core bound: then proving it takes a search
+    p = testing::RandomProblem(rng, 2, 3, 1, false);
+    optimum = testing::BruteForceOptimum(p, false);
+  } while (optimum < ComputeLowerBound(p).value + 1e-3);
+  StatusOr<MilpResult> first = SolveMilp(p, MilpOptions{}, nullptr);
+  ASSERT_TRUE(first.ok() && first->schedule);
+  ASSERT_NEAR(first->objective, optimum, kTol);
+  MilpOptions opt;
+  opt.known_bound = optimum;
+  StatusOr<MilpResult> r = SolveMilp(p, opt, &*first->schedule);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->termination, MilpTermination::kOptimal);
+  EXPECT_EQ(r->stats.nodes, 0);
+  EXPECT_EQ(r->stats.order_search_nodes, 0);
+  EXPECT_GT(first->stats.order_search_nodes + first->stats.nodes, 0);
+  // Below the optimum, a known bound is only a floor: the search proves the rest.
+  opt.known_bound = 0.5 * optimum;
+  r = SolveMilp(p, opt, nullptr);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->termination, MilpTermination::kOptimal);
+  EXPECT_NEAR(r->objective, optimum, kTol);
+  ExpectSound(p, *r, "known bound below the optimum");
+  opt.known_bound = -1;
+  EXPECT_EQ(SolveMilp(p, opt, nullptr).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(Milp, ModelSizeAtFourByEight) {
   const Problem p = testing::UnitProblem(4, 8, true);
   StatusOr<Solution> warm = RunMethod(p, "1f1b");
