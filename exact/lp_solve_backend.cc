@@ -70,16 +70,12 @@ std::string CodeName(int ret) {
   }
 }
 
-}  // namespace
-
-LpOutcome SolveWithLpSolve(const Model& model, const LpParams& params) {
-  LpOutcome out;
+// The model as an lp_solve problem (columns 1..n, rows in order, minimise
+// the objective column), or null when lp_solve refuses it.
+lprec* MakeLp(const Model& model) {
   const int ncols = static_cast<int>(model.cols.size());
   lprec* lp = make_lp(0, ncols);
-  if (!lp) {
-    out.error = "lp_solve: make_lp failed";
-    return out;
-  }
+  if (!lp) return nullptr;
   set_verbose(lp, NEUTRAL);
   set_outputfile(lp, const_cast<char*>(""));  // "" silences every print
   set_add_rowmode(lp, TRUE);
@@ -111,6 +107,18 @@ LpOutcome SolveWithLpSolve(const Model& model, const LpParams& params) {
   if (ok) ok = set_add_rowmode(lp, FALSE) == TRUE;
   if (!ok) {
     delete_lp(lp);
+    return nullptr;
+  }
+  return lp;
+}
+
+}  // namespace
+
+LpOutcome SolveWithLpSolve(const Model& model, const LpParams& params) {
+  LpOutcome out;
+  const int ncols = static_cast<int>(model.cols.size());
+  lprec* lp = MakeLp(model);
+  if (!lp) {
     out.error = "lp_solve: building the model failed";
     return out;
   }
@@ -172,6 +180,34 @@ LpOutcome SolveWithLpSolve(const Model& model, const LpParams& params) {
   }
   delete_lp(lp);
   return out;
+}
+
+Status WriteModelFile(const Model& model, const std::string& path) {
+  lprec* lp = MakeLp(model);
+  if (!lp) return Internal("lp_solve: building the model failed");
+  // Names a reader can follow: C the objective, S_<op> the starts (S_2B5: stage 2,
+  // B, micro-batch 5), Y_s<stage>_m<mb> the offload choices; the other binaries
+  // (orders, indicators) b<column>, continuous helpers u<column>.
+  const auto name = [&](int col, const std::string& n) {
+    set_col_name(lp, col + 1, const_cast<char*>(n.c_str()));
+  };
+  for (std::size_t j = 0; j < model.cols.size(); ++j)
+    name(static_cast<int>(j), (model.cols[j].integer ? "b" : "u") + std::to_string(j));
+  name(model.objective_col, "C");
+  for (std::size_t i = 0; i < model.ops.size(); ++i) {
+    const Op& op = model.ops[i];
+    name(model.start_col[i], "S_" + ToString(op));
+    if (op.type == OpType::kO) {
+      name(model.offload_col[model.activation[i]],
+           "Y_s" + std::to_string(op.stage) + "_m" + std::to_string(op.microbatch));
+    }
+  }
+  const bool mps = path.size() >= 4 && path.compare(path.size() - 4, 4, ".mps") == 0;
+  const bool ok = (mps ? write_freemps(lp, const_cast<char*>(path.c_str()))
+                       : write_lp(lp, const_cast<char*>(path.c_str()))) == TRUE;
+  delete_lp(lp);
+  if (!ok) return InvalidArgument("cannot write the model to '" + path + "'");
+  return OkStatus();
 }
 
 }  // namespace optpipe::milp

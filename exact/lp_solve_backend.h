@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "exact/model.h"
 
 namespace optpipe::milp {
@@ -36,5 +37,9 @@ struct LpOutcome {
 };
 
 LpOutcome SolveWithLpSolve(const Model& model, const LpParams& params);
+
+// Writes the model for other solvers: free MPS when `path` ends in ".mps",
+// else lp_solve's LP format. Minimises C; integer columns are 0/1.
+Status WriteModelFile(const Model& model, const std::string& path);
 
 }  // namespace optpipe::milp

@@ -50,6 +50,19 @@ Schedule SequentialSchedule(const Problem& p) {
   return s;
 }
 
+void CountModel(const milp::Model& model, MilpStats& stats) {
+  stats.ops = static_cast<int>(model.ops.size());
+  stats.order_binaries = model.order_binaries;
+  stats.pairs_fixed = model.pairs_fixed;
+  stats.offload_binaries = model.offload_binaries;
+  stats.copy_order_binaries = model.copy_order_binaries;
+  stats.memory_binaries = model.memory_binaries;
+  stats.triangle_cuts = model.triangle_cuts;
+  stats.columns = static_cast<int>(model.cols.size());
+  stats.rows = static_cast<int>(model.rows.size());
+  stats.nonzeros = static_cast<int>(model.nonzeros());
+}
+
 double Gap(double objective, double bound) {
   return objective > 0 ? std::max(0.0, (objective - bound) / objective) : 0.0;
 }
@@ -206,16 +219,7 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
     bo.fix_microbatch_order = false;
     model = milp::BuildModel(p, bo, hint);
   }
-  res.stats.ops = static_cast<int>(model.ops.size());
-  res.stats.order_binaries = model.order_binaries;
-  res.stats.pairs_fixed = model.pairs_fixed;
-  res.stats.offload_binaries = model.offload_binaries;
-  res.stats.copy_order_binaries = model.copy_order_binaries;
-  res.stats.memory_binaries = model.memory_binaries;
-  res.stats.triangle_cuts = model.triangle_cuts;
-  res.stats.columns = static_cast<int>(model.cols.size());
-  res.stats.rows = static_cast<int>(model.rows.size());
-  res.stats.nonzeros = static_cast<int>(model.nonzeros());
+  CountModel(model, res.stats);
   res.stats.horizon = bo.horizon;
   res.stats.build_seconds = elapsed();
   log("model: " + std::to_string(res.stats.columns) + " columns (" +
@@ -331,6 +335,28 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
       return Internal("milp: " + out.error);
   }
   return Internal("milp: unreachable");
+}
+
+StatusOr<MilpStats> WriteMilpModel(const Problem& p, const Schedule& incumbent,
+                                   const std::string& path) {
+  if (Status st = Validate(p); !st.ok()) return st;
+  StatusOr<SimResult> sim = Simulate(p, incumbent);
+  if (!sim.ok()) return InvalidArgument("incumbent: " + sim.status().message());
+  milp::BuildOptions bo;
+  bo.horizon = milp::ModelObjective(p, *sim);
+  bo.lower_bound = ComputeLowerBound(p).value;
+  // Sound for the problem: the micro-batch order is fixed only without offload.
+  bo.fix_microbatch_order = !p.offload_allowed();
+  const milp::Model model = milp::BuildModel(p, bo, {&incumbent, &*sim});
+  if (model.infeasible) {
+    return Internal("milp: the model rejects the schedule it was built from: " +
+                    model.infeasible_reason);
+  }
+  if (Status st = milp::WriteModelFile(model, path); !st.ok()) return st;
+  MilpStats stats;
+  CountModel(model, stats);
+  stats.horizon = bo.horizon;
+  return stats;
 }
 
 }  // namespace optpipe

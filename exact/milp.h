@@ -122,4 +122,15 @@ struct MilpResult {
 StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
                                const Schedule* warm_start = nullptr);
 
+// The model SolveMilp searches, built below `incumbent` (a schedule of `p`)
+// and written for any MILP solver: free MPS when `path` ends in ".mps", else
+// lp_solve's LP format; minimise C (exact/lp_solve_backend.cc names the
+// columns). Its optimum is the problem's: the micro-batch order is fixed
+// only without offload (where that loses nothing), and the objective is
+// capped at the incumbent's, whose orders stay feasible. Errors:
+// kInvalidArgument for an invalid problem or incumbent, or a file that
+// cannot be written.
+StatusOr<MilpStats> WriteMilpModel(const Problem& p, const Schedule& incumbent,
+                                   const std::string& path);
+
 }  // namespace optpipe

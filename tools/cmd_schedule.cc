@@ -7,6 +7,7 @@
 #include "core/gantt_svg.h"
 #include "core/lower_bound.h"
 #include "core/pytorch_csv.h"
+#include "exact/milp.h"
 #include "tools/cli.h"
 
 namespace optpipe::cli {
@@ -24,6 +25,7 @@ std::string Brief(const std::vector<double>& v) {
 struct Args {
   std::string problem, method = "auto", out;
   std::string svg, trace, csv;  // optional views of the result
+  std::string model;            // optional: the MILP below the result, for other solvers
   SolveOptions solve;
 };
 
@@ -58,6 +60,15 @@ int Run(const Args& a) {
                                             : ToPytorchCsv(*p, sol->schedule);
     if (Status st = WriteFile(path, content); !st.ok()) return Fail(st);
   }
+  if (!a.model.empty()) {
+    StatusOr<MilpStats> st = WriteMilpModel(*p, sol->schedule, a.model);
+    if (!st.ok()) return Fail(st.status());
+    std::cerr << "optpipe: wrote the MILP below this schedule to " << a.model << ": " << st->columns
+              << " columns (" << st->order_binaries << " order, " << st->offload_binaries
+              << " offload, " << st->copy_order_binaries << " link order, " << st->memory_binaries
+              << " memory binaries), " << st->rows << " rows, objective C <= " << st->horizon
+              << "\n";
+  }
   std::cerr << "optpipe: " << a.method << ": makespan " << sol->sim.makespan << ", device_span "
             << sol->sim.device_span << ", bound " << *t.info.bound << " (gap " << 100 * *t.info.gap
             << "%), bubble " << 100 * sol->sim.bubble_ratio << "%, peak memory "
@@ -87,11 +98,17 @@ Command AddSchedule(CLI::App& app) {
                   "Also write it as a Chrome/Perfetto trace JSON (1 unit = 1 ms)");
   sub->add_option("--csv", args->csv,
                   "Also write it as a PyTorch CSV (_load_csv(path, format=\"compute_only\"))");
+  sub->add_option("--write-model", args->model,
+                  "Also write the OptPipe MILP of the problem, capped at this schedule's "
+                  "objective, for any MILP solver: FILE.mps (free MPS) or else lp_solve LP "
+                  "format; minimise C, its optimum is the problem's");
   sub->footer(
       "The schedule is timed by the simulator and checked before it is written; the summary\n"
       "(makespan, lower bound and gap, bubble ratio, peak memory) goes to stderr.\n"
       "--svg, --trace and --csv write views of the same schedule; `optpipe draw` makes them\n"
-      "later from the JSON, `optpipe show` prints it as text.\n"
+      "later from the JSON, `optpipe show` prints it as text. --write-model hands the exact\n"
+      "problem to another solver (CBC, HiGHS, Gurobi): S_<op> are the start times (S_2B5:\n"
+      "stage 2, B, micro-batch 5), Y_s<stage>_m<mb> the offload choices.\n"
       "Example: optpipe schedule tests/cases/unit-4x8.json --method 1f1b -o s.json --svg s.svg");
   return {sub, [args] { return Run(*args); }};
 }

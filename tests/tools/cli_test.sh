@@ -59,6 +59,18 @@ then passed=$((passed + 1)); else
 want='"order_search_bound": null' expect 0 "bound: no order search with offload" -- \
   "$bin" bound "$tight" --json
 
+# --write-model: the MILP below the schedule, as free MPS or LP text naming
+# its columns (offload choices included); a path that cannot be written is bad input.
+want="wrote the MILP" expect 0 "schedule --write-model mps" -- "$bin" schedule "$tight" \
+  --method list -o "$tmp/wm.json" --write-model "$tmp/m.mps"
+check "model file is MPS with offload columns" -- bash -c \
+  "grep -q '^ROWS' '$tmp/m.mps' && grep -q 'Y_s0_m' '$tmp/m.mps' && grep -q 'S_3W7' '$tmp/m.mps'"
+want="" expect 0 "schedule --write-model lp" -- "$bin" schedule "$tight" --method list \
+  -o "$tmp/wm.json" --write-model "$tmp/m.lp"
+check "model file is LP text minimising C" -- grep -q "^min: +C;" "$tmp/m.lp"
+want="$tmp/none/m.lp" expect 2 "unwritable --write-model" -- "$bin" schedule "$tight" \
+  --method list -o "$tmp/wm.json" --write-model "$tmp/none/m.lp"
+
 # --evaluations replaces the clock: the same seed gives the same schedule on
 # one thread and on two. A negative --threads is bad input.
 for t in 1 2; do
