@@ -344,7 +344,7 @@ StatusOr<MilpStats> WriteMilpModel(const Problem& p, const Schedule& incumbent,
   if (!sim.ok()) return InvalidArgument("incumbent: " + sim.status().message());
   milp::BuildOptions bo;
   bo.horizon = milp::ModelObjective(p, *sim);
-  bo.lower_bound = ComputeLowerBound(p).value;
+  bo.lower_bound = BestLowerBound(p);  // a cut on the objective, as SolveMilp has
   // Sound for the problem: the micro-batch order is fixed only without offload.
   bo.fix_microbatch_order = !p.offload_allowed();
   const milp::Model model = milp::BuildModel(p, bo, {&incumbent, &*sim});

@@ -127,7 +127,8 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
 // lp_solve's LP format; minimise C (exact/lp_solve_backend.cc names the
 // columns). Its optimum is the problem's: the micro-batch order is fixed
 // only without offload (where that loses nothing), and the objective is
-// capped at the incumbent's, whose orders stay feasible. Errors:
+// capped at the incumbent's (whose orders stay feasible) and bounded below
+// by the core bounds (BestLowerBound). Errors:
 // kInvalidArgument for an invalid problem or incumbent, or a file that
 // cannot be written.
 StatusOr<MilpStats> WriteMilpModel(const Problem& p, const Schedule& incumbent,
