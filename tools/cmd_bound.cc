@@ -7,6 +7,7 @@
 #include "core/device_search_bound.h"
 #include "core/format.h"
 #include "core/lower_bound.h"
+#include "core/text_format.h"
 #include "exact/model.h"
 #include "exact/order_search.h"
 #include "heuristics/method.h"
@@ -49,15 +50,26 @@ Command AddBound(CLI::App& app) {
             const LowerBound lb = ComputeLowerBound(*p);
             DeviceSearchOptions so;
             so.time_limit_s = args->search_seconds;
+            const auto progress = [](const std::string& line) {
+              std::cerr << "optpipe: " << line << "\n";
+            };
             const DeviceSearchBound search = ComputeDeviceSearchBound(*p, so);
             double bound = std::max(lb.value, search.value);
+            if (p->memory_limit) {
+              progress("device search bound " + FormatNumber(search.value) + " (" +
+                       std::to_string(search.nodes) + " nodes" +
+                       (search.finished ? ")" : ", cut short)"));
+            }
             std::optional<OrderSearchResult> order;
             if (OrderSearchApplies(*p)) {
               StatusOr<Solution> list = RunMethod(*p, "list");
               OrderSearchOptions os;
               os.time_limit_s = args->search_seconds;
-              order = SearchOrders(*p, bound,
-                                   list.ok() ? list->sim.objective : milp::SerialHorizon(*p), os);
+              os.log = progress;
+              const double above = list.ok() ? list->sim.objective : milp::SerialHorizon(*p);
+              progress("order search below " + FormatNumber(above) +
+                       (list.ok() ? " (the list scheduler's makespan)" : " (all ops in series)"));
+              order = SearchOrders(*p, bound, above, os);
               bound = std::max(bound, order->bound);
             }
             const auto order_bound = [&]() -> nlohmann::json {

@@ -35,7 +35,8 @@ if [ "$b_bound" = "$b_sched" ] && [ "$b_bound" != "27.2" ]; then passed=$((passe
 # problem it lifts the bound above the device search's to a schedule's
 # makespan (optimal), never above auto's; with offload it does not apply.
 hm="$src/tests/bench/problems/hetmem8x16-1f.json"
-"$bin" bound "$hm" --json >"$tmp/hb.json"
+"$bin" bound "$hm" --json >"$tmp/hb.json" 2>"$tmp/hb.err"
+check "bound reports the order search's probes on stderr" -- grep -q "order search: probe" "$tmp/hb.err"
 want="" expect 0 "schedule auto hetmem8x16-1f" -- "$bin" schedule "$hm" --method auto -o "$tmp/hs.json"
 if python3 - "$tmp/hb.json" "$tmp/hs.json" <<'PY'
 import json, sys
