@@ -202,7 +202,7 @@ Status WriteModelFile(const Model& model, const std::string& path) {
            "Y_s" + std::to_string(op.stage) + "_m" + std::to_string(op.microbatch));
     }
   }
-  const bool mps = path.size() >= 4 && path.compare(path.size() - 4, 4, ".mps") == 0;
+  const bool mps = path.ends_with(".mps");
   const bool ok = (mps ? write_freemps(lp, const_cast<char*>(path.c_str()))
                        : write_lp(lp, const_cast<char*>(path.c_str()))) == TRUE;
   delete_lp(lp);
