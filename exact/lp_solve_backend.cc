@@ -192,7 +192,8 @@ Status WriteModelFile(const Model& model, const std::string& path) {
     set_col_name(lp, col + 1, const_cast<char*>(n.c_str()));
   };
   for (std::size_t j = 0; j < model.cols.size(); ++j)
-    name(static_cast<int>(j), (model.cols[j].integer ? "b" : "u") + std::to_string(j));
+    name(static_cast<int>(j),
+         std::string(model.cols[j].integer ? "b" : "u").append(std::to_string(j)));
   name(model.objective_col, "C");
   for (std::size_t i = 0; i < model.ops.size(); ++i) {
     const Op& op = model.ops[i];

@@ -63,7 +63,9 @@ TEST(ModelFile, ReadBackItsOptimumIsTheProblemsWithAndWithoutOffload) {
       EXPECT_NEAR(SolveFile(path), brute, 1e-6) << c.name << ext;
       const std::string text = Slurp(path);
       EXPECT_NE(text.find("S_0F0"), std::string::npos) << c.name << ext;
-      if (c.p.offload_allowed()) EXPECT_NE(text.find("Y_s0_m0"), std::string::npos) << path;
+      if (c.p.offload_allowed()) {
+        EXPECT_NE(text.find("Y_s0_m0"), std::string::npos) << path;
+      }
       std::remove(path.c_str());
     }
   }
