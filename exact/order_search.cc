@@ -172,15 +172,17 @@ class OrderSearcher {
 
   // Each device alone, preemptive (Jackson's schedule: at every moment the
   // released op with the longest tail runs), with its ops' earliest starts as
-  // release times and what must follow their ends as tails: the least time
-  // by which that device could finish everything; beyond the horizon, no
-  // schedule of the node fits. O(n log n) per device.
+  // release times and what must follow their ends before the device's
+  // deadline as tails: the least time by which that device could finish
+  // everything; beyond its deadline (the horizon; for device_span, its head
+  // plus the horizon), no schedule of the node fits. O(n log n) per device.
   bool DevicesFit() {
-    const double horizon = b_.o_.horizon + b_.Eps();
     for (int d = 0; d < b_.D_; ++d) {
+      const double deadline = b_.deadline_[d];
+      const double horizon = deadline + b_.Eps();
       jobs_.clear();
       for (int i : b_.dev_ops_[d]) {
-        jobs_.push_back({b_.es_[i], b_.T_[i], b_.o_.horizon - b_.ls_[i] - b_.T_[i]});
+        jobs_.push_back({b_.es_[i], b_.T_[i], deadline - b_.ls_[i] - b_.T_[i]});
       }
       std::sort(jobs_.begin(), jobs_.end(),
                 [](const Job& x, const Job& y) { return x.release < y.release; });
@@ -250,7 +252,8 @@ class OrderSearcher {
 }  // namespace milp::internal
 
 bool OrderSearchApplies(const Problem& p) {
-  if (p.objective != Objective::kMakespan || p.offload_allowed() || p.devices <= 0) return false;
+  if (p.offload_allowed() || p.devices <= 0) return false;
+  if (p.objective == Objective::kDeviceSpan && !milp::HeadsExact(p)) return false;
   // The builder keeps an order literal per pair of a device's ops and the
   // closure as ops^2 bits: bounded to some 100 MB.
   std::vector<std::int64_t> ops(p.devices, 0);

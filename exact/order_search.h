@@ -1,8 +1,12 @@
 // SearchOrders: an exact branch and bound over the device orders of a problem
-// without offload (makespan objective), propagated by the MILP builder's time
-// windows instead of LP relaxations.
+// without offload, propagated by the MILP builder's time windows instead of
+// LP relaxations.
 //
-// A probe at horizon T asks whether some schedule ends by T. The builder
+// A probe at horizon T asks whether some schedule ends by T (for the
+// device_span objective: whether each device can end by its head + T; with
+// micro-batches in order and heads exact (milp::HeadsExact), every device's
+// first op, the forward of micro-batch 0 of its lowest stage, starts at its
+// head in every schedule, so that is its span). The builder
 // (exact/model.h, "Implied orders") gives every compute op a window from the
 // DAG, the fixed micro-batch order, the memory precedences and the load of
 // the ops already ordered before and after it on its device, and fixes every
@@ -32,7 +36,7 @@
 // 8x16 problems run about 18000 nodes a second on one core.
 //
 //   OrderSearchOptions opt;
-//   OrderSearchResult r = SearchOrders(problem, lower_bound, incumbent_makespan, opt);
+//   OrderSearchResult r = SearchOrders(problem, lower_bound, incumbent_objective, opt);
 //   // r.bound: proven; r.schedule: better than the incumbent, when found
 #pragma once
 
@@ -60,19 +64,20 @@ struct OrderSearchResult {
   // The best schedule found, when better than the incumbent given (simulated, valid).
   std::optional<Schedule> schedule;
   std::optional<SimResult> sim;
-  double best = 0;       // the best makespan known: the incumbent's or the schedule's
+  double best = 0;       // the best objective known: the incumbent's or the schedule's
   bool optimal = false;  // bound >= best (within the time grain)
   std::int64_t nodes = 0;
   int probes = 0;
 };
 
-// Makespan objective, offload not allowed (with offload the fixed micro-batch
-// order is a restriction, so its proofs would not hold), and a size whose
+// Offload not allowed (with offload the fixed micro-batch order is a
+// restriction, so its proofs would not hold); for device_span, heads exact
+// (milp::HeadsExact: else a device may start later than its head); a size whose
 // pair literals and closure fit in about 100 MB: at most 4M pairs of one
 // device's ops and 16,384 compute ops (16x128 applies, 32x256 does not).
 bool OrderSearchApplies(const Problem& p);
 
-// `lower_bound`: a proven bound; `incumbent`: the makespan of a known schedule
+// `lower_bound`: a proven bound; `incumbent`: the objective of a known schedule
 // (the search looks below it). Requires OrderSearchApplies(p).
 OrderSearchResult SearchOrders(const Problem& p, double lower_bound, double incumbent,
                                const OrderSearchOptions& opt);

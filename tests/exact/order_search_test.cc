@@ -32,7 +32,15 @@ void ExpectSchedule(const Problem& p, const OrderSearchResult& r, const std::str
 
 TEST(OrderSearch, FindsAndProvesTheBruteForceOptimumOnTinyProblems) {
   std::mt19937 rng(11);
-  for (const testing::NamedProblem& c : testing::TinyProblems(rng)) {
+  std::vector<testing::NamedProblem> cases = testing::TinyProblems(rng);
+  // The same problems under the device_span objective (each device from its head).
+  for (std::size_t k = 0, n = cases.size(); k < n; ++k) {
+    testing::NamedProblem c = cases[k];
+    c.name += " device_span";
+    c.p.objective = Objective::kDeviceSpan;
+    cases.push_back(c);
+  }
+  for (const testing::NamedProblem& c : cases) {
     ASSERT_TRUE(OrderSearchApplies(c.p)) << c.name;
     const double brute = testing::BruteForceOptimum(c.p, false);
     ASSERT_LT(brute, std::numeric_limits<double>::infinity()) << c.name;
@@ -168,14 +176,23 @@ TEST(OrderSearch, StopTokenEndsItWithTheBoundItHad) {
   EXPECT_FALSE(r.schedule.has_value());
 }
 
-TEST(OrderSearch, AppliesWithoutOffloadToTheMakespanUpToASize) {
+TEST(OrderSearch, AppliesWithoutOffloadUpToASize) {
   EXPECT_TRUE(OrderSearchApplies(testing::UnitProblem(16, 128, true)));
   EXPECT_FALSE(OrderSearchApplies(testing::UnitProblem(32, 256, true)));  // 590k pairs a device
   std::mt19937 rng(3);
   Problem p = testing::RandomProblem(rng, 2, 2, 1, true);
   EXPECT_TRUE(OrderSearchApplies(p));
   p.objective = Objective::kDeviceSpan;
-  EXPECT_FALSE(OrderSearchApplies(p));
+  EXPECT_TRUE(OrderSearchApplies(p));
+  // Two stages a device, stage 1 not the lowest of any: a device may start
+  // after its head, so its span is not what the windows bound.
+  Problem late = testing::RandomProblem(rng, 2, 2, 2, true);
+  late.stage_device = {0, 0, 1, 1};
+  late.objective = Objective::kDeviceSpan;
+  ASSERT_TRUE(Validate(late).ok());
+  EXPECT_FALSE(OrderSearchApplies(late));
+  late.objective = Objective::kMakespan;
+  EXPECT_TRUE(OrderSearchApplies(late));
   Problem off = testing::RandomProblem(rng, 2, 2, 1, true, true);
   off.memory_limit = std::vector<double>{off.static_memory[0] + 1.5 * off.activation[0],
                                          off.static_memory[1] + 2 * off.activation[1]};
