@@ -63,7 +63,7 @@ struct MilpOptions {
   // objective. It gets at most a quarter of time_limit_s; 0: not run.
   std::int64_t device_search_nodes = 1'000'000;
   // Node budget of SearchOrders (exact/order_search.h), run before lp_solve
-  // where it applies (no offload, makespan): its bound joins the core
+  // where it applies (no offload; see OrderSearchApplies): its bound joins the core
   // bounds, its schedules the incumbent, and when it proves the incumbent
   // optimal lp_solve does not run. It gets at most half of the time left; 0:
   // not run.

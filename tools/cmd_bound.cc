@@ -40,9 +40,9 @@ Command AddBound(CLI::App& app) {
       "memory-time bound (activations must live from F to B within limit - static, or be\n"
       "offloaded at the price of host-link time); and under memory.limit, each device alone\n"
       "with its host link solved exactly by a branch-and-bound search (the rest of the\n"
-      "pipeline as release times and tails). Without offload (makespan), also the order\n"
-      "search: a branch and bound over every device's order below the list scheduler's\n"
-      "makespan, which may prove that schedule (or one it finds) optimal. See\n"
+      "pipeline as release times and tails). Without offload, also the order search: a\n"
+      "branch and bound over every device's order below the list scheduler's objective,\n"
+      "which may prove that schedule (or one it finds) optimal. See\n"
       "core/lower_bound.h, core/device_search_bound.h and exact/order_search.h for the proofs.");
   return {sub, [args] {
             StatusOr<Problem> p = LoadProblem(args->problem);
@@ -68,7 +68,7 @@ Command AddBound(CLI::App& app) {
               os.log = progress;
               const double above = list.ok() ? list->sim.objective : milp::SerialHorizon(*p);
               progress("order search below " + FormatNumber(above) +
-                       (list.ok() ? " (the list scheduler's makespan)" : " (all ops in series)"));
+                       (list.ok() ? " (the list scheduler's schedule)" : " (all ops in series)"));
               order = SearchOrders(*p, bound, above, os);
               bound = std::max(bound, order->bound);
             }
