@@ -55,7 +55,7 @@ Command AddBound(CLI::App& app) {
             };
             const DeviceSearchBound search = ComputeDeviceSearchBound(*p, so);
             double bound = std::max(lb.value, search.value);
-            if (p->memory_limit) {
+            if (search.nodes > 0) {  // it ran (memory limit, makespan)
               progress("device search bound " + FormatNumber(search.value) + " (" +
                        std::to_string(search.nodes) + " nodes" +
                        (search.finished ? ")" : ", cut short)"));
