@@ -108,7 +108,7 @@ Command AddSchedule(CLI::App& app) {
       "--svg, --trace and --csv write views of the same schedule; `optpipe draw` makes them\n"
       "later from the JSON, `optpipe show` prints it as text. --write-model hands the exact\n"
       "problem to another solver (CBC, HiGHS, Gurobi): S_<op> are the start times (S_2B5:\n"
-      "stage 2, B, micro-batch 5), Y_s<stage>_m<mb> the offload choices.\n"
+      "stage 2, B, micro-batch 5), Y_s<stage>_m<mb> the offload choices, C the objective.\n"
       "Example: optpipe schedule tests/cases/unit-4x8.json --method 1f1b -o s.json --svg s.svg");
   return {sub, [args] { return Run(*args); }};
 }
