@@ -334,11 +334,34 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
     if (stays > 0 && room >= stays)
       fit[s] = static_cast<int>(std::min<double>(M, std::floor(room / stays + 1e-9)));
   }
+  // With offload, what must be freed before the k-th F(s) starts, (k + 1) a -
+  // room, comes from backwards ended (at most a each) and offloads ended (at
+  // most the offloadable part each); the offloads run one at a time on the
+  // host link from the end of the first forward: the least start time at
+  // which both could have freed enough.
+  const auto freed_by = [&](int s, int k) {
+    const int d = p.stage_device[s];
+    const double a = p.activation[s], o = p.offloadable[s], t = (*p.offload)[s];
+    const double need = (k + 1) * a - ((*p.memory_limit)[d] - p.static_memory[d]);
+    const double eps = 1e-9 * std::max(1.0, need);
+    if (need <= eps) return 0.0;
+    const double first_end = rF[s][0] + p.f[s];
+    double best = kInf;
+    for (int nb = 0; nb <= k; ++nb) {  // backwards ended: the nb first
+      const double rest = need - nb * a;
+      const double offloads = rest > eps ? std::ceil(rest / o - 1e-9) : 0.0;
+      const double at = std::max(nb > 0 ? rB[s][nb - 1] + bdur(s) : 0.0,
+                                 offloads > 0 ? first_end + offloads * t : 0.0);
+      best = std::min(best, at);
+    }
+    return best;
+  };
   for (int k = 0; k < M; ++k) {
     for (int s = 0; s < S; ++s) {
       double x = k > 0 ? rF[s][k - 1] + p.f[s] : 0.0;
       if (s > 0) x = std::max(x, rF[s - 1][k] + p.f[s - 1] + CommTime(p, s - 1));
       if (k >= fit[s]) x = std::max(x, rB[s][k - fit[s]] + bdur(s));
+      if (k > 0 && p.offload_allowed() && p.offloadable[s] > 0) x = std::max(x, freed_by(s, k));
       rF[s][k] = x;
     }
     for (int s = S - 1; s >= 0; --s) {
