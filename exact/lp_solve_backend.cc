@@ -101,22 +101,14 @@ lprec* MakeLp(const Model& model) {
     ok = set_constr_type(lp, r + 1, model.rows[r].sense == Sense::kLe ? LE : GE) == TRUE &&
          set_rh(lp, r + 1, model.rows[r].rhs) == TRUE;
   }
-  std::vector<int> rows;
-  std::vector<REAL> vals;
   for (int j = 0; ok && j < ncols; ++j) {
-    rows.clear();
-    vals.clear();
-    if (j == model.objective_col) {  // row 0: the objective
-      rows.push_back(0);
-      vals.push_back(1.0);
-    }
-    rows.insert(rows.end(), row_of.begin() + start[j], row_of.begin() + start[j + 1]);
-    vals.insert(vals.end(), coef.begin() + start[j], coef.begin() + start[j + 1]);
-    ok = add_columnex(lp, static_cast<int>(rows.size()), vals.data(), rows.data()) == TRUE;
+    ok = add_columnex(lp, start[j + 1] - start[j], coef.data() + start[j],
+                      row_of.data() + start[j]) == TRUE;
     const Column& col = model.cols[j];
     if (ok) ok = set_bounds(lp, j + 1, col.lb, col.ub) == TRUE;
     if (ok && col.integer) ok = set_int(lp, j + 1, TRUE) == TRUE;
   }
+  if (ok) ok = set_obj(lp, model.objective_col + 1, 1.0) == TRUE;
   set_minim(lp);
   if (!ok) {
     delete_lp(lp);
