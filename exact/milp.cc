@@ -222,12 +222,7 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
   CountModel(model, res.stats);
   res.stats.horizon = bo.horizon;
   res.stats.build_seconds = elapsed();
-  log("model: " + std::to_string(res.stats.columns) + " columns (" +
-      std::to_string(model.order_binaries) + " order, " + std::to_string(model.offload_binaries) +
-      " offload, " + std::to_string(model.copy_order_binaries) + " link order, " +
-      std::to_string(model.memory_binaries) + " memory binaries; " +
-      std::to_string(model.pairs_fixed) + " pairs fixed), " + std::to_string(res.stats.rows) +
-      " rows, horizon " + FormatNumber(bo.horizon) +
+  log("model: " + ModelSize(res.stats) + ", horizon " + FormatNumber(bo.horizon) +
       (best ? " from " + res.warm_start_method : ""));
 
   // A model without schedules: a modelling bug when it rejects the warm start
@@ -335,6 +330,13 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
       return Internal("milp: " + out.error);
   }
   return Internal("milp: unreachable");
+}
+
+std::string ModelSize(const MilpStats& s) {
+  return std::to_string(s.columns) + " columns (" + std::to_string(s.order_binaries) + " order, " +
+         std::to_string(s.offload_binaries) + " offload, " + std::to_string(s.copy_order_binaries) +
+         " link order, " + std::to_string(s.memory_binaries) + " memory binaries; " +
+         std::to_string(s.pairs_fixed) + " pairs fixed), " + std::to_string(s.rows) + " rows";
 }
 
 StatusOr<MilpStats> WriteMilpModel(const Problem& p, const Schedule& incumbent,

@@ -122,6 +122,10 @@ struct MilpResult {
 StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
                                const Schedule* warm_start = nullptr);
 
+// "1953 columns (448 order, 32 offload, 448 link order, 672 memory binaries;
+// 32 pairs fixed), 4968 rows": a model's size in words, for logs.
+std::string ModelSize(const MilpStats& s);
+
 // The model SolveMilp searches, built below `incumbent` (a schedule of `p`)
 // and written for any MILP solver: free MPS when `path` ends in ".mps", else
 // lp_solve's LP format; minimise C (exact/lp_solve_backend.cc names the

@@ -63,11 +63,8 @@ int Run(const Args& a) {
   if (!a.model.empty()) {
     StatusOr<MilpStats> st = WriteMilpModel(*p, sol->schedule, a.model);
     if (!st.ok()) return Fail(st.status());
-    std::cerr << "optpipe: wrote the MILP below this schedule to " << a.model << ": " << st->columns
-              << " columns (" << st->order_binaries << " order, " << st->offload_binaries
-              << " offload, " << st->copy_order_binaries << " link order, " << st->memory_binaries
-              << " memory binaries), " << st->rows << " rows, objective C <= " << st->horizon
-              << "\n";
+    std::cerr << "optpipe: wrote the MILP below this schedule to " << a.model << ": "
+              << ModelSize(*st) << ", objective C <= " << st->horizon << "\n";
   }
   std::cerr << "optpipe: " << a.method << ": makespan " << sol->sim.makespan << ", device_span "
             << sol->sim.device_span << ", bound " << *t.info.bound << " (gap " << 100 * *t.info.gap
