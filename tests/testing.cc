@@ -110,6 +110,14 @@ double BruteForceOptimum(const Problem& p, bool offload, long* count) {
   return best;
 }
 
+Problem OffloadTwoByTwo() {
+  return MakeProblem(
+      R"("devices": 2, "microbatches": 2, "stage_time": {"f": [1.73, 1.31], "b": [0.58, 1.31],
+         "w": [0.5, 1.27]}, "offload_time": [1.61, 1.17], "memory": {"activation": [0.77, 0.86],
+         "freed_by_b": [0.31, 0.35], "offloadable": [0.69, 0.78], "static": 1,
+         "limit": [2.34, 2.51]})");
+}
+
 std::vector<NamedProblem> TinyProblems(std::mt19937& rng) {
   std::vector<NamedProblem> out;
   for (auto [d, m] : {std::pair{2, 2}, {2, 3}, {3, 2}}) {

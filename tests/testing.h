@@ -47,6 +47,10 @@ struct NamedProblem {
 };
 std::vector<NamedProblem> TinyProblems(std::mt19937& rng);
 
+// Two devices, two micro-batches, offload, room for about 1.75 activations:
+// the core bounds stop at 10.36, the optimum (brute force) is 10.55.
+Problem OffloadTwoByTwo();
+
 // Runs a method through the registry and checks its output independently: the
 // checker accepts it and agrees with the simulator on the objective. Returns an
 // empty Solution (after a test failure) when the method fails.

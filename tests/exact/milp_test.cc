@@ -105,13 +105,7 @@ TEST(Milp, OptimumEqualsBruteForceOnTinyProblems) {
 // model without that order. Where the core bounds fall short of the optimum,
 // the proof is the MILP's, and its log shows the second, free-order search.
 TEST(Milp, OffloadOptimumIsProvenWithoutTheFixedOrder) {
-  // Two devices, two micro-batches, room for 1.75 activations: the core bounds
-  // stop at 10.36, the optimum (brute force) is 10.55.
-  const Problem p = testing::MakeProblem(
-      R"("devices": 2, "microbatches": 2, "stage_time": {"f": [1.73, 1.31], "b": [0.58, 1.31],
-         "w": [0.5, 1.27]}, "offload_time": [1.61, 1.17], "memory": {"activation": [0.77, 0.86],
-         "freed_by_b": [0.31, 0.35], "offloadable": [0.69, 0.78], "static": 1,
-         "limit": [2.34, 2.51]})");
+  const Problem p = testing::OffloadTwoByTwo();
   const double brute = testing::BruteForceOptimum(p, true);
   EXPECT_NEAR(brute, 10.55, 1e-9);
   EXPECT_LT(BestLowerBound(p), brute - 0.1);

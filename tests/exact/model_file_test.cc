@@ -40,13 +40,9 @@ std::string Slurp(const std::string& path) {
 
 TEST(ModelFile, ReadBackItsOptimumIsTheProblemsWithAndWithoutOffload) {
   const std::string dir = ::testing::TempDir();
-  // Offload under a binding limit (the optimum needs the free micro-batch
-  // order), and a memory-limited problem without offload.
-  const Problem off = testing::MakeProblem(
-      R"("devices": 2, "microbatches": 2, "stage_time": {"f": [1.73, 1.31], "b": [0.58, 1.31],
-         "w": [0.5, 1.27]}, "offload_time": [1.61, 1.17], "memory": {"activation": [0.77, 0.86],
-         "freed_by_b": [0.31, 0.35], "offloadable": [0.69, 0.78], "static": 1,
-         "limit": [2.34, 2.51]})");
+  // Offload under a binding limit, whose optimum the core bounds miss, and
+  // tiny problems without offload (memory-limited among them).
+  const Problem off = testing::OffloadTwoByTwo();
   std::mt19937 rng(3);
   std::vector<testing::NamedProblem> cases = testing::TinyProblems(rng);
   cases.resize(4);
