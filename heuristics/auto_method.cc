@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <random>
 #include <sstream>
 
 #include "heuristics/list_scheduler.h"
@@ -13,50 +14,136 @@
 namespace optpipe {
 namespace {
 
-// Coordinate descent on the list scheduler's per-stage warm-up depth (one
-// stage one step deeper or shallower per move), from its best grid setting.
+// The activations that may change side in TuneList: those `s` offloads, and
+// those `keep` keeps on purpose (every other one the scheduler keeps anyway).
+std::vector<int> KeepCandidates(const Problem& p, const Schedule& s,
+                                const std::vector<char>& keep) {
+  std::vector<char> can(keep.begin(), keep.end());
+  for (const std::vector<Op>& link : s.copy) {
+    for (const Op& op : link) {
+      if (op.type == OpType::kO)
+        can[static_cast<std::size_t>(op.stage) * p.microbatches + op.microbatch] = 1;
+    }
+  }
+  std::vector<int> out;
+  for (std::size_t i = 0; i < can.size(); ++i) {
+    if (can[i]) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+// Search of the list scheduler's knobs from its best grid setting: the
+// warm-up depth per stage (one stage one step deeper or shallower) and which
+// activations stay on the device (one offloaded activation kept, or one kept
+// let go; at most kKeepMoves of these per round, drawn at random where there
+// are more). The scheduler re-plans orders and copies around every change, so
+// orders and kept activations are chosen together, which a link too slow to
+// carry every activation needs. Each round takes the best improving move; at
+// a local optimum the search kicks the best options by 2-6 random changes and
+// climbs again (ending after kKicks kicks in a row without a better result).
 // Returns the best list schedule found, or nullopt when it never beats `bar`.
-std::optional<Solution> TuneWarmup(const Problem& p, const SearchOptions& opt, double seconds,
-                                   const ListChoice& base, const SimResult& bar,
-                                   std::int64_t* evaluations) {
+std::optional<Solution> TuneList(const Problem& p, const SearchOptions& opt, double seconds,
+                                 std::int64_t max_evaluations, const ListChoice& base,
+                                 const SimResult& bar, std::int64_t* evaluations) {
+  constexpr int kKeepMoves = 64, kKicks = 30;
   const auto t0 = std::chrono::steady_clock::now();
-  StatusOr<SimResult> cur = Simulate(p, base.schedule);
-  if (!cur.ok()) return std::nullopt;
-  ListOptions options = base.options;
-  options.warmup_depth = WarmupDepths(p, options);
+  StatusOr<SimResult> first = Simulate(p, base.schedule);
+  if (!first.ok()) return std::nullopt;
+  const int S = p.stages(), M = p.microbatches;
+  ListOptions best_opt = base.options;
+  best_opt.warmup_depth = WarmupDepths(p, best_opt);
+  best_opt.keep = KeepMask(p, best_opt);
   Schedule best = base.schedule;
-  SimResult best_sim = *cur;
-  std::vector<std::optional<Schedule>> cand;
-  std::vector<std::optional<SimResult>> score;
-  const int S = p.stages();
-  Scorer scorer(p, opt.threads);
-  const auto time_left = [&] {
+  SimResult best_sim = *first;
+  // With a budget of evaluations the clock is ignored: the same result on every run.
+  const auto go_on = [&] {
+    if (opt.stop && opt.stop->load()) return false;
+    if (opt.max_evaluations) return *evaluations < max_evaluations;
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds;
   };
-  while (time_left() && !(opt.stop && opt.stop->load()) &&
-         !(opt.max_evaluations && *evaluations >= *opt.max_evaluations)) {
-    scorer.Score(
-        2 * S,
-        [&](int i) -> std::optional<Schedule> {
-          // On the clock, a round cut short still counts (deterministic budgets finish it).
-          if (!opt.max_evaluations && !time_left()) return std::nullopt;
-          ListOptions o = options;
-          o.warmup_depth[i / 2] += i % 2 ? 1 : -1;
-          if (o.warmup_depth[i / 2] < 1 || o.warmup_depth[i / 2] > p.microbatches)
-            return std::nullopt;
-          StatusOr<Schedule> s = ListSchedule(p, o);
-          return s.ok() ? std::optional<Schedule>(std::move(*s)) : std::nullopt;
-        },
-        cand, score);
-    int pick = -1;
-    for (int i = 0; i < 2 * S; ++i) {
-      if (cand[i]) ++*evaluations;
-      if (score[i] && Better(*score[i], pick < 0 ? best_sim : *score[pick])) pick = i;
+  std::mt19937_64 rng(opt.seed);
+  Scorer scorer(p, opt.threads);
+  std::vector<std::optional<Schedule>> cand;
+  std::vector<std::optional<SimResult>> score;
+  // One change to the options: move < 2S steps stage move / 2's warm-up depth,
+  // otherwise flips the keep bit of activation move - 2S.
+  const auto apply = [&](ListOptions& o, int move) {
+    if (move >= 2 * S) {
+      o.keep[move - 2 * S] ^= 1;
+      return true;
     }
-    if (pick < 0) break;
-    options.warmup_depth[pick / 2] += pick % 2 ? 1 : -1;
-    best = std::move(*cand[pick]);
-    best_sim = std::move(*score[pick]);
+    int& depth = o.warmup_depth[move / 2];
+    depth += move % 2 ? 1 : -1;
+    return depth >= 1 && depth <= M;
+  };
+  ListOptions o = best_opt;
+  Schedule cur = best;
+  SimResult cur_sim = best_sim;
+  std::vector<int> moves;
+  for (int failed = 0; failed < kKicks && go_on();) {
+    while (go_on()) {  // climb
+      moves.clear();
+      for (int i = 0; i < 2 * S; ++i) moves.push_back(i);
+      std::vector<int> keep = KeepCandidates(p, cur, o.keep);
+      if (static_cast<int>(keep.size()) > kKeepMoves) {
+        std::shuffle(keep.begin(), keep.end(), rng);
+        keep.resize(kKeepMoves);
+        std::sort(keep.begin(), keep.end());
+      }
+      for (int k : keep) moves.push_back(2 * S + k);
+      scorer.Score(
+          static_cast<int>(moves.size()),
+          [&](int i) -> std::optional<Schedule> {
+            // On the clock, a round cut short still counts (deterministic budgets finish it).
+            if (!opt.max_evaluations && !go_on()) return std::nullopt;
+            ListOptions q = o;
+            if (!apply(q, moves[i])) return std::nullopt;
+            StatusOr<Schedule> s = ListSchedule(p, q);
+            return s.ok() ? std::optional<Schedule>(std::move(*s)) : std::nullopt;
+          },
+          cand, score);
+      int pick = -1;
+      for (std::size_t i = 0; i < moves.size(); ++i) {
+        if (cand[i]) ++*evaluations;
+        if (score[i] && Better(*score[i], pick < 0 ? cur_sim : *score[pick]))
+          pick = static_cast<int>(i);
+      }
+      if (pick < 0) break;
+      apply(o, moves[pick]);
+      cur = std::move(*cand[pick]);
+      cur_sim = std::move(*score[pick]);
+    }
+    // A local optimum as good as the best replaces it (a walk along plateaus).
+    ++failed;
+    if (Better(cur_sim, best_sim)) failed = 0;
+    if (!Better(best_sim, cur_sim)) {
+      best_opt = o;
+      best = cur;
+      best_sim = cur_sim;
+    }
+    for (bool kicked = false; !kicked && failed < kKicks && go_on();) {
+      o = best_opt;
+      const std::vector<int> keep = KeepCandidates(p, best, o.keep);
+      const int changes = 2 + static_cast<int>(rng() % 5);
+      for (int c = 0; c < changes; ++c) {
+        if (keep.empty() || rng() % 4 == 0) {
+          ListOptions q = o;
+          if (apply(q, static_cast<int>(rng() % (2 * S)))) o = std::move(q);
+        } else {
+          apply(o, 2 * S + keep[rng() % keep.size()]);
+        }
+      }
+      ++*evaluations;
+      StatusOr<Schedule> s = ListSchedule(p, o);
+      StatusOr<SimResult> r = s.ok() ? Simulate(p, *s) : StatusOr<SimResult>(s.status());
+      if (!r.ok()) {
+        ++failed;
+        continue;
+      }
+      cur = std::move(*s);
+      cur_sim = std::move(*r);
+      kicked = true;
+    }
   }
   if (!Better(best_sim, bar)) return std::nullopt;
   return Solution{std::move(best), std::move(best_sim)};
@@ -195,13 +282,16 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
     }
     return Infeasible("no method fits this problem's memory limit:" + why.str());
   }
-  // Half of what is left tunes the list scheduler's warm-up; the rest searches orders.
+  // Half of what is left tunes the list scheduler's knobs; the rest searches orders.
   std::int64_t evaluations = 0;
   std::optional<Solution> tuned;
-  if (list) tuned = TuneWarmup(p, opt, left() / 2, *list, best->sim, &evaluations);
+  if (list) {
+    tuned = TuneList(p, opt, left() / 2, opt.max_evaluations.value_or(0) / 2, *list, best->sim,
+                     &evaluations);
+  }
   if (tuned) {
     best = std::move(*tuned);
-    res.winner = "list (tuned warm-up)";
+    res.winner = "list (tuned)";
   }
   std::vector<Start> starts;
   for (std::size_t i = 0; i < seeds.size(); ++i) {

@@ -109,7 +109,7 @@ class ListScheduler {
   // (s,m) may go to the host as its F ends: offload is on, its device is
   // short of memory, it is not the last stage nor a kept micro-batch.
   bool MayOffload(int s, int m) const {
-    return opt_.offload && p_.offload && pressure_[p_.stage_device[s]] && s + 1 < S_ && !Kept(m);
+    return opt_.offload && p_.offload && pressure_[p_.stage_device[s]] && s + 1 < S_ && !Kept(s, m);
   }
   // Offloaded as its F ends whatever the backwards ahead of it (the warm-up
   // rule: its own trip through the later stages hides the round trip).
@@ -125,7 +125,9 @@ class ListScheduler {
   }
   // Every keep_every-th micro-batch stays on the device (a link that cannot
   // carry them all does better keeping some than queueing them).
-  bool Kept(int m) const {
+  bool Kept(int s, int m) const {
+    if (static_cast<int>(opt_.keep.size()) == S_ * M_)
+      return opt_.keep[static_cast<std::size_t>(s) * M_ + m];
     return opt_.keep_every > 0 && m % opt_.keep_every == opt_.keep_every - 1;
   }
 
@@ -511,6 +513,17 @@ std::vector<int> WarmupDepths(const Problem& p, const ListOptions& opt) {
   return depth;
 }
 
+std::vector<char> KeepMask(const Problem& p, const ListOptions& opt) {
+  const int S = p.stages(), M = p.microbatches;
+  if (static_cast<int>(opt.keep.size()) == S * M) return opt.keep;
+  std::vector<char> keep(static_cast<std::size_t>(S) * M, 0);
+  for (int s = 0; s < S && opt.keep_every > 0; ++s) {
+    for (int m = opt.keep_every - 1; m < M; m += opt.keep_every)
+      keep[static_cast<std::size_t>(s) * M + m] = 1;
+  }
+  return keep;
+}
+
 StatusOr<Schedule> ListSchedule(const Problem& p, const ListOptions& opt) {
   return ListScheduler(p, opt).Run();
 }
@@ -535,7 +548,7 @@ std::vector<ListOptions> ListOptionGrid(const Problem& p) {
           for (int keep : {0, 4, 3}) {
             if (keep > 0 && !warmup) continue;
             for (double scale : {1.0, 1.5, 2.0, 0.5})
-              grid.push_back({scale, eager, off && can_offload, look, warmup, keep, {}});
+              grid.push_back({scale, eager, off && can_offload, look, warmup, keep, {}, {}});
           }
         }
       }

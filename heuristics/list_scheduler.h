@@ -56,15 +56,22 @@ struct ListOptions {
   // only by the backwards of its stage still ahead of it: offloads already in
   // the warm-up, where those are few.
   bool offload_warmup = false;
-  // With offload_warmup: keep every keep_every-th micro-batch's activations on
-  // the device (0: offload all that qualify), for links too slow to carry all.
+  // Keep every keep_every-th micro-batch's activations on the device (0:
+  // offload all that qualify), for links too slow to carry all.
   int keep_every = 0;
+  // Per activation (stage * microbatches + microbatch): 1 keeps it on the
+  // device. When set (size S * M), it replaces keep_every.
+  std::vector<char> keep;
   // Explicit warm-up depth per stage [S]; when set, warmup_scale is ignored.
   std::vector<int> warmup_depth;
 };
 
 // The warm-up depth per stage that `opt` gives (see ListOptions).
 std::vector<int> WarmupDepths(const Problem& p, const ListOptions& opt);
+
+// The activations `opt` keeps on the device on purpose, per stage * M +
+// micro-batch: opt.keep, or else keep_every's micro-batches on every stage.
+std::vector<char> KeepMask(const Problem& p, const ListOptions& opt);
 
 // kInfeasible when these options deadlock under the memory limit.
 StatusOr<Schedule> ListSchedule(const Problem& p, const ListOptions& opt);

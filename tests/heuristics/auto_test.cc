@@ -153,6 +153,30 @@ TEST(Auto, SearchesAgainWithOtherDrawsWhenBudgetIsLeft) {
   EXPECT_EQ(r->reseeds, again->reseeds);
 }
 
+// A link too slow to carry every activation (a round trip of 4 per 3 units of
+// compute, room for 5): neither the list scheduler's settings nor PipeOffload
+// with a searched set of kept activations meets the lower bound; tuning the
+// list scheduler's kept activations and warm-up depths together does, so
+// the result is optimal.
+TEST(Auto, TunesKeptActivationsAndWarmupTogether) {
+  const Problem p = testing::MakeProblem(
+      R"("devices": 8, "microbatches": 16, "stage_time": {"f": 1, "b": 1, "w": 1},
+         "offload_time": 2, "memory": {"activation": 1, "freed_by_b": 0.5, "limit": 5})");
+  const double bound = ComputeLowerBound(p).value;
+  ASSERT_DOUBLE_EQ(bound, 55);  // (D - 1) + 3M
+  StatusOr<AutoResult> r = RunAuto(p, Budget(2000, 1));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  for (const SeedOutcome& s : r->seeds) {
+    if (s.status.ok()) {
+      EXPECT_GT(s.objective, bound + 1) << s.method;
+    }
+  }
+  EXPECT_EQ(r->winner, "list (tuned)");
+  EXPECT_DOUBLE_EQ(r->solution.sim.objective, bound);
+  const CheckReport rep = CheckSchedule(p, ToTimed(p, r->solution.schedule, r->solution.sim));
+  EXPECT_TRUE(rep.valid());
+}
+
 TEST(Auto, InfeasibleWhenNothingFits) {
   Problem p = testing::UnitProblem(2, 4, true);
   p.memory_limit = std::vector<double>{0.5, 0.5};  // not even one activation

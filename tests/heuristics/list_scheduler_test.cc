@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "core/checker.h"
 #include "core/lower_bound.h"
 #include "core/simulator.h"
@@ -148,6 +151,53 @@ TEST(ListScheduler, KeepsSomeActivationsWhenTheLinkCannotCarryAll) {
   StatusOr<Schedule> s = BuildList(p);
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_NEAR(Timed(p, *s).makespan, ComputeLowerBound(p).value, 1e-9);
+}
+
+// The activations a schedule sends to the host, as stage * M + micro-batch.
+std::vector<int> Offloaded(const Problem& p, const Schedule& s) {
+  std::vector<int> out;
+  for (const std::vector<Op>& link : s.copy) {
+    for (const Op& op : link) {
+      if (op.type == OpType::kO) out.push_back(op.stage * p.microbatches + op.microbatch);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// An explicit keep mask is keep_every's rule spelled out: the same schedule;
+// an activation marked kept never goes to the host, and the others may.
+TEST(ListScheduler, KeepsTheActivationsItIsTold) {
+  const Problem p = testing::MakeProblem(
+      R"("devices": 4, "microbatches": 8, "stage_time": {"f": 1, "b": 1, "w": 1},
+         "offload_time": 2, "memory": {"activation": 1, "freed_by_b": 0.5, "limit": 3})");
+  ListOptions every;
+  every.offload_warmup = true;
+  every.keep_every = 3;
+  ListOptions mask = every;
+  mask.keep_every = 0;
+  mask.keep = KeepMask(p, every);
+  ASSERT_EQ(mask.keep.size(), 4u * 8u);
+  EXPECT_EQ(std::count(mask.keep.begin(), mask.keep.end(), 1), 4 * 2);  // micro-batches 2 and 5
+  const StatusOr<Schedule> a = ListSchedule(p, every), b = ListSchedule(p, mask);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(ToText(p, *a), ToText(p, *b));
+
+  ListOptions all = every;
+  all.keep_every = 0;
+  const StatusOr<Schedule> base = ListSchedule(p, all);
+  ASSERT_TRUE(base.ok()) << base.status().message();
+  const std::vector<int> sent = Offloaded(p, *base);
+  ASSERT_GE(sent.size(), 2u);
+  all.keep.assign(4 * 8, 0);
+  all.keep[sent.front()] = all.keep[sent.back()] = 1;
+  const StatusOr<Schedule> kept = ListSchedule(p, all);
+  ASSERT_TRUE(kept.ok()) << kept.status().message();
+  Timed(p, *kept);
+  const std::vector<int> now = Offloaded(p, *kept);
+  EXPECT_EQ(std::count(now.begin(), now.end(), sent.front()), 0);
+  EXPECT_EQ(std::count(now.begin(), now.end(), sent.back()), 0);
+  EXPECT_FALSE(now.empty());
 }
 
 TEST(ListScheduler, RandomProblemsWithLimitsAreValidOrInfeasible) {
