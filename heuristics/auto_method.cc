@@ -33,15 +33,15 @@ std::vector<int> KeepCandidates(const Problem& p, const Schedule& s,
 }
 
 // Search of the list scheduler's knobs from its best grid setting: the
-// warm-up depth per stage (one stage one step deeper or shallower) and which
+// warm-up depth per stage (one stage one step deeper or shallower), which
 // activations stay on the device (one offloaded activation kept, or one kept
 // let go; at most kKeepMoves of these per round, drawn at random where there
-// are more). The scheduler re-plans orders and copies around every change, so
-// orders and kept activations are chosen together, which a link too slow to
-// carry every activation needs. Each round takes the best improving move; at
-// a local optimum the search kicks the best options by 2-6 random changes and
-// climbs again (ending after kKicks kicks in a row without a better result).
-// Returns the best list schedule found, or nullopt when it never beats `bar`.
+// are more), the offload rule, the reload look-ahead (1-3) and eager W. The scheduler re-plans
+// orders and copies around every change, so orders and kept activations are chosen together, which
+// a link too slow to carry every activation needs. Each round takes the best improving move; at a
+// local optimum the search kicks the best options by 2-6 random changes and climbs again (ending
+// after kKicks kicks in a row without a better result). Returns the best list schedule found, or
+// nullopt when it never beats `bar`.
 std::optional<Solution> TuneList(const Problem& p, const SearchOptions& opt, double seconds,
                                  std::int64_t max_evaluations, const ListChoice& base,
                                  const SimResult& bar, std::int64_t* evaluations) {
@@ -65,9 +65,23 @@ std::optional<Solution> TuneList(const Problem& p, const SearchOptions& opt, dou
   Scorer scorer(p, opt.threads);
   std::vector<std::optional<Schedule>> cand;
   std::vector<std::optional<SimResult>> score;
-  // One change to the options: move < 2S steps stage move / 2's warm-up depth,
-  // otherwise flips the keep bit of activation move - 2S.
+  // One change to the options (false: out of range): kOffloadRule, kLonger
+  // and kShorter (reload look-ahead) and kEagerW; 0 <= move < 2S steps stage
+  // move / 2's warm-up depth; move >= 2S flips activation move - 2S's keep bit.
+  enum : int { kOffloadRule = -1, kLonger = -2, kShorter = -3, kEagerW = -4 };
   const auto apply = [&](ListOptions& o, int move) {
+    switch (move) {
+      case kOffloadRule:
+        o.offload_warmup = !o.offload_warmup;
+        return true;
+      case kLonger:
+        return ++o.reload_lookahead <= 3;
+      case kShorter:
+        return --o.reload_lookahead >= 1;
+      case kEagerW:
+        o.eager_w = !o.eager_w;
+        return true;
+    }
     if (move >= 2 * S) {
       o.keep[move - 2 * S] ^= 1;
       return true;
@@ -84,6 +98,8 @@ std::optional<Solution> TuneList(const Problem& p, const SearchOptions& opt, dou
     while (go_on()) {  // climb
       moves.clear();
       for (int i = 0; i < 2 * S; ++i) moves.push_back(i);
+      if (o.offload) moves.insert(moves.end(), {kOffloadRule, kLonger, kShorter});
+      if (p.split_backward) moves.push_back(kEagerW);
       std::vector<int> keep = KeepCandidates(p, cur, o.keep);
       if (static_cast<int>(keep.size()) > kKeepMoves) {
         std::shuffle(keep.begin(), keep.end(), rng);
