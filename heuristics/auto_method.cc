@@ -32,16 +32,45 @@ std::vector<int> KeepCandidates(const Problem& p, const Schedule& s,
   return out;
 }
 
+// A change to the list scheduler's options in TuneList: kOffloadRule,
+// kLonger / kShorter (reload look-ahead) and kEagerW; 0 <= move < 2S steps
+// stage move / 2's warm-up depth; move >= 2S flips activation move - 2S's keep
+// bit. False when it leaves the options' range.
+enum : int { kOffloadRule = -1, kLonger = -2, kShorter = -3, kEagerW = -4 };
+bool ApplyMove(const Problem& p, int move, ListOptions& o) {
+  const int S = p.stages();
+  switch (move) {
+    case kOffloadRule:
+      o.offload_warmup = !o.offload_warmup;
+      return true;
+    case kLonger:
+      return ++o.reload_lookahead <= 3;
+    case kShorter:
+      return --o.reload_lookahead >= 1;
+    case kEagerW:
+      o.eager_w = !o.eager_w;
+      return true;
+  }
+  if (move >= 2 * S) {
+    o.keep[move - 2 * S] ^= 1;
+    return true;
+  }
+  int& depth = o.warmup_depth[move / 2];
+  depth += move % 2 ? 1 : -1;
+  return depth >= 1 && depth <= p.microbatches;
+}
+
 // Search of the list scheduler's knobs from its best grid setting: the
 // warm-up depth per stage (one stage one step deeper or shallower), which
 // activations stay on the device (one offloaded activation kept, or one kept
 // let go; at most kKeepMoves of these per round, drawn at random where there
-// are more), the offload rule, the reload look-ahead (1-3) and eager W. The scheduler re-plans
-// orders and copies around every change, so orders and kept activations are chosen together, which
-// a link too slow to carry every activation needs. Each round takes the best improving move; at a
-// local optimum the search kicks the best options by 2-6 random changes and climbs again (ending
-// after kKicks kicks in a row without a better result). Returns the best list schedule found, or
-// nullopt when it never beats `bar`.
+// are more), the offload rule, the reload look-ahead (1-3) and eager W. The
+// scheduler re-plans orders and copies around every change, so orders and
+// kept activations are chosen together, which a link too slow to carry every
+// activation needs. Each round takes the best improving move; at a local
+// optimum the search kicks the best options by 2-6 random changes and climbs
+// again (ending after kKicks kicks in a row without a better result). Returns
+// the best list schedule found, or nullopt when it never beats `bar`.
 std::optional<Solution> TuneList(const Problem& p, const SearchOptions& opt, double seconds,
                                  std::int64_t max_evaluations, const ListChoice& base,
                                  const SimResult& bar, std::int64_t* evaluations) {
@@ -49,7 +78,7 @@ std::optional<Solution> TuneList(const Problem& p, const SearchOptions& opt, dou
   const auto t0 = std::chrono::steady_clock::now();
   StatusOr<SimResult> first = Simulate(p, base.schedule);
   if (!first.ok()) return std::nullopt;
-  const int S = p.stages(), M = p.microbatches;
+  const int S = p.stages();
   ListOptions best_opt = base.options;
   best_opt.warmup_depth = WarmupDepths(p, best_opt);
   best_opt.keep = KeepMask(p, best_opt);
@@ -65,31 +94,6 @@ std::optional<Solution> TuneList(const Problem& p, const SearchOptions& opt, dou
   Scorer scorer(p, opt.threads);
   std::vector<std::optional<Schedule>> cand;
   std::vector<std::optional<SimResult>> score;
-  // One change to the options (false: out of range): kOffloadRule, kLonger
-  // and kShorter (reload look-ahead) and kEagerW; 0 <= move < 2S steps stage
-  // move / 2's warm-up depth; move >= 2S flips activation move - 2S's keep bit.
-  enum : int { kOffloadRule = -1, kLonger = -2, kShorter = -3, kEagerW = -4 };
-  const auto apply = [&](ListOptions& o, int move) {
-    switch (move) {
-      case kOffloadRule:
-        o.offload_warmup = !o.offload_warmup;
-        return true;
-      case kLonger:
-        return ++o.reload_lookahead <= 3;
-      case kShorter:
-        return --o.reload_lookahead >= 1;
-      case kEagerW:
-        o.eager_w = !o.eager_w;
-        return true;
-    }
-    if (move >= 2 * S) {
-      o.keep[move - 2 * S] ^= 1;
-      return true;
-    }
-    int& depth = o.warmup_depth[move / 2];
-    depth += move % 2 ? 1 : -1;
-    return depth >= 1 && depth <= M;
-  };
   ListOptions o = best_opt;
   Schedule cur = best;
   SimResult cur_sim = best_sim;
@@ -113,7 +117,7 @@ std::optional<Solution> TuneList(const Problem& p, const SearchOptions& opt, dou
             // On the clock, a round cut short still counts (deterministic budgets finish it).
             if (!opt.max_evaluations && !go_on()) return std::nullopt;
             ListOptions q = o;
-            if (!apply(q, moves[i])) return std::nullopt;
+            if (!ApplyMove(p, moves[i], q)) return std::nullopt;
             StatusOr<Schedule> s = ListSchedule(p, q);
             return s.ok() ? std::optional<Schedule>(std::move(*s)) : std::nullopt;
           },
@@ -125,7 +129,7 @@ std::optional<Solution> TuneList(const Problem& p, const SearchOptions& opt, dou
           pick = static_cast<int>(i);
       }
       if (pick < 0) break;
-      apply(o, moves[pick]);
+      ApplyMove(p, moves[pick], o);
       cur = std::move(*cand[pick]);
       cur_sim = std::move(*score[pick]);
     }
@@ -144,9 +148,9 @@ std::optional<Solution> TuneList(const Problem& p, const SearchOptions& opt, dou
       for (int c = 0; c < changes; ++c) {
         if (keep.empty() || rng() % 4 == 0) {
           ListOptions q = o;
-          if (apply(q, static_cast<int>(rng() % (2 * S)))) o = std::move(q);
+          if (ApplyMove(p, static_cast<int>(rng() % (2 * S)), q)) o = std::move(q);
         } else {
-          apply(o, 2 * S + keep[rng() % keep.size()]);
+          ApplyMove(p, 2 * S + keep[rng() % keep.size()], o);
         }
       }
       ++*evaluations;
