@@ -44,7 +44,7 @@ const std::vector<MethodInfo>& Methods() {
       {"zb-h1", "Zero Bubble H1: W fills the drain bubbles at 1F1B memory (Qi et al. 2023)",
        ZeroBubbleApplies, BuildZBH1},
       {"zb-h2", "Zero Bubble H2: deeper warm-up, zero bubble per device (Qi et al. 2023)",
-       ZeroBubbleApplies, BuildZBH2},
+       ZeroBubbleApplies, nullptr, BuildZBH2},
       {"zb-v", "ZB-V: two chunks in a V, zero bubble at 1F1B memory (Qi et al. 2024)",
        VShapeApplies, BuildZBV},
       {"v-half", "V-Half: V-shape at half of 1F1B's activation memory (Qi et al. 2024)",

@@ -64,7 +64,7 @@ StatusOr<Schedule> BuildInterleaved1F1B(const Problem& p, const SearchOptions& o
 // heuristics/zero_bubble.cc (ZB-V shares the capped scheduler of ZB-H1/H2)
 Status ZeroBubbleApplies(const Problem& p);
 StatusOr<Schedule> BuildZBH1(const Problem& p);
-StatusOr<Schedule> BuildZBH2(const Problem& p);
+StatusOr<Schedule> BuildZBH2(const Problem& p, const SearchOptions& opt = {});
 StatusOr<Schedule> BuildZBV(const Problem& p);
 // heuristics/v_schedules.cc
 Status VShapeApplies(const Problem& p);

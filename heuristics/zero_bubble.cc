@@ -33,6 +33,7 @@
 // With a fused backward there is no W to move: ZB-H1 is then exactly 1F1B,
 // ZB-H2 at best a 1F1B with a deeper warm-up and ZB-V a V-shaped 1F1B.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -72,14 +73,26 @@ StatusOr<Schedule> CappedSchedule(const Problem& p, const Cap& c) {
 // A warm-up depth scale that lets memory alone limit the warm-up.
 double Unbounded(const Problem& p) { return p.microbatches; }
 
-// The best simulated objective over the caps; ties keep the earlier cap. If
-// none fits, names the cap that overshoots memory.limit least and its peaks.
-StatusOr<Schedule> BestCap(const Problem& p, const std::vector<Cap>& caps) {
+// The best simulated objective over the caps; ties keep the earlier cap (the
+// published one goes first). opt's clock and stop token end the scan after
+// any cap but the first (not with opt.max_evaluations, the deterministic
+// mode). If none fits, names the cap that overshoots memory.limit least and
+// its peaks.
+StatusOr<Schedule> BestCap(const Problem& p, const std::vector<Cap>& caps,
+                           const SearchOptions& opt = {}) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto more = [&] {
+    if (opt.stop && opt.stop->load()) return false;
+    return opt.max_evaluations ||
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() <
+               opt.time_limit_s;
+  };
   Simulator sim(p);
   std::optional<Schedule> best;
   double best_obj = 0;
   Status last = Infeasible("no memory cap gives a schedule");
   for (const Cap& c : caps) {
+    if (&c != &caps.front() && !more()) break;
     StatusOr<Schedule> s = CappedSchedule(p, c);
     StatusOr<SimResult> r = s.ok() ? sim.Run(*s) : StatusOr<SimResult>(s.status());
     if (!r.ok()) {  // stalls or overflows under memory.limit
@@ -131,7 +144,7 @@ Status ZeroBubbleApplies(const Problem& p) {
 
 StatusOr<Schedule> BuildZBH1(const Problem& p) { return BestCap(p, {{p.devices, 1.0}}); }
 
-StatusOr<Schedule> BuildZBH2(const Problem& p) {
+StatusOr<Schedule> BuildZBH2(const Problem& p, const SearchOptions& opt) {
   std::vector<Cap> caps;
   const double unbounded = Unbounded(p);
   for (int cap = 2 * p.devices - 1; cap > p.devices; --cap) {
@@ -139,7 +152,7 @@ StatusOr<Schedule> BuildZBH2(const Problem& p) {
     caps.push_back({cap, unbounded});
   }
   caps.push_back({p.devices, 1.0});  // ZB-H1
-  return BestCap(p, caps);
+  return BestCap(p, caps, opt);
 }
 
 // Registered with the V schedules (VShapeApplies checks the V placement).

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <algorithm>
 #include <numeric>
 #include <random>
@@ -103,6 +105,30 @@ TEST(ZeroBubble, MemoryCapIsChosenToFitTheLimit) {
         << s.status().message();
     EXPECT_NE(s.status().message().find("against memory.limit [0.5"), std::string::npos);
   }
+}
+
+// ZB-H2 scans its caps on the caller's clock: stopped (or out of time) it
+// keeps the first cap it always builds, the published 2p - 1 activations; a
+// budget of evaluations (the deterministic mode) ignores the clock. On this
+// heterogeneous problem a later cap is better, so the cut shows.
+TEST(ZeroBubble, H2ScansItsCapsOnTheCallersClock) {
+  std::mt19937 rng(17);
+  const Problem p = testing::RandomProblem(rng, 4, 8, 1, true);
+  const Solution full = Solve(p, "zb-h2");
+  std::atomic<bool> stop{true};
+  SearchOptions stopped;
+  stopped.stop = &stop;
+  StatusOr<Solution> first = RunMethod(p, "zb-h2", stopped);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_GT(first->sim.makespan, full.sim.makespan + 0.1);
+  // More than ZB-H1's cap of 4 activations on device 0: a deeper cap.
+  EXPECT_GT(first->sim.peak_memory[0], p.static_memory[0] + 4 * p.activation[0]);
+  SearchOptions timeless;
+  timeless.time_limit_s = 0;
+  timeless.max_evaluations = 1;
+  StatusOr<Solution> all = RunMethod(p, "zb-h2", timeless);
+  ASSERT_TRUE(all.ok());
+  EXPECT_DOUBLE_EQ(all->sim.makespan, full.sim.makespan);
 }
 
 // Random heterogeneous problems (times, comm, memory, placement, limits): a
