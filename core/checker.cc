@@ -3,18 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
-#include <sstream>
 #include <tuple>
 
 #include "core/text_format.h"
 
 namespace optpipe {
-namespace {
-
-using Key = std::tuple<int, int, int>;  // type, stage, micro-batch
-
-}  // namespace
 
 CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) {
   CheckReport rep;
@@ -23,47 +16,51 @@ CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) 
   const std::vector<int> link = LinkOfDevice(p);
 
   // 1. Every op at most once, in range, on its device, with its duration.
-  std::map<Key, const TimedOp*> at;
+  const OpSpace sp = p.op_space();
+  std::vector<const TimedOp*> at(sp.size(), nullptr);  // by OpSpace index
   for (std::size_t i = 0; i < t.ops.size(); ++i) {
     const TimedOp& o = t.ops[i];
-    const std::string name = "op " + ToString(o.op);
+    const auto name = [&] { return "op " + ToString(o.op); };
     if (o.op.stage < 0 || o.op.stage >= S || o.op.microbatch < 0 || o.op.microbatch >= M) {
-      err.push_back(name + ": stage or micro-batch out of range");
+      err.push_back(name() + ": stage or micro-batch out of range");
       continue;
     }
     if (o.op.type == OpType::kW && !p.split_backward) {
-      err.push_back(name + ": the problem fuses W into B");
+      err.push_back(name() + ": the problem fuses W into B");
       continue;
     }
     if (IsCopy(o.op.type) && !p.offload) {
-      err.push_back(name + ": the problem allows no offload");
+      err.push_back(name() + ": the problem allows no offload");
       continue;
     }
     if (!std::isfinite(o.start) || !std::isfinite(o.end)) {
-      err.push_back(name + ": start and end must be finite numbers");
+      err.push_back(name() + ": start and end must be finite numbers");
       continue;
     }
-    if (!at.emplace(Key{int(o.op.type), o.op.stage, o.op.microbatch}, &o).second) {
-      err.push_back(name + ": appears more than once");
+    const TimedOp*& slot = at[sp.Index(o.op)];
+    if (slot) {
+      err.push_back(name() + ": appears more than once");
       continue;
     }
+    slot = &o;
     if (o.device != p.stage_device[o.op.stage]) {
-      err.push_back(name + ": on device " + std::to_string(o.device) + ", but stage " +
+      err.push_back(name() + ": on device " + std::to_string(o.device) + ", but stage " +
                     std::to_string(o.op.stage) + " is on device " +
                     std::to_string(p.stage_device[o.op.stage]));
     }
     const double dur = Duration(p, o.op);
     if (std::abs((o.end - o.start) - dur) > tol) {
-      err.push_back(name + " on device " + std::to_string(o.device) + ": runs " +
+      err.push_back(name() + " on device " + std::to_string(o.device) + ": runs " +
                     FormatNumber(o.start, 10) + ".." + FormatNumber(o.end, 10) + " (" +
                     FormatNumber(o.end - o.start, 10) + "), but its duration is " +
                     FormatNumber(dur, 10));
     }
   }
-  const auto find = [&](OpType ty, int s, int m) -> const TimedOp* {
-    auto it = at.find(Key{int(ty), s, m});
-    return it == at.end() ? nullptr : it->second;
-  };
+  const auto find = [&](OpType ty, int s, int m) { return at[sp.Index(ty, s, m)]; };
+  std::vector<const TimedOp*> ops;  // the ops in index order
+  for (const TimedOp* o : at) {
+    if (o) ops.push_back(o);
+  }
 
   // 2. Completeness and dependencies.
   const auto after = [&](const TimedOp* later, const TimedOp* earlier, double lag) {
@@ -104,7 +101,7 @@ CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) 
 
   // 3. One op at a time per compute lane (device) and copy lane (host link).
   std::vector<std::vector<const TimedOp*>> lanes(D + p.host_links.size());
-  for (const auto& [k, o] : at) {
+  for (const TimedOp* o : ops) {
     const int d = p.stage_device[o->op.stage];
     lanes[IsCompute(o->op.type) ? d : D + link[d]].push_back(o);
   }
@@ -128,7 +125,7 @@ CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) 
   // 4. Memory sweep per device: frees at an instant count before allocations.
   rep.peak_memory = p.static_memory;
   std::vector<std::vector<std::tuple<double, int, double, const TimedOp*>>> ev(D);
-  for (const auto& [k, o] : at) {
+  for (const TimedOp* o : ops) {
     const int d = p.stage_device[o->op.stage];
     if (double a = Allocates(p, o->op); a > 0) ev[d].emplace_back(o->start, 1, a, o);
     if (double f = Frees(p, o->op); f > 0) ev[d].emplace_back(o->end, 0, -f, o);
@@ -155,14 +152,14 @@ CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) 
   double first = std::numeric_limits<double>::infinity(), last = -first;
   std::vector<double> dfirst(D, first), dlast(D, last);
   const TimedOp *first_op = nullptr, *last_op = nullptr;
-  for (const auto& [k, o] : at) {
+  for (const TimedOp* o : ops) {
     if (o->start < first) first = o->start, first_op = o;
     if (o->end > last) last = o->end, last_op = o;
     const int d = p.stage_device[o->op.stage];
     dfirst[d] = std::min(dfirst[d], o->start);
     dlast[d] = std::max(dlast[d], o->end);
   }
-  rep.makespan = at.empty() ? 0 : last - first;
+  rep.makespan = ops.empty() ? 0 : last - first;
   for (int d = 0; d < D; ++d) {
     if (dlast[d] >= dfirst[d]) rep.device_span = std::max(rep.device_span, dlast[d] - dfirst[d]);
   }
