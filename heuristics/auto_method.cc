@@ -14,7 +14,7 @@
 namespace optpipe {
 namespace {
 
-// The activations that may change side in TuneList: those `s` offloads, and
+// The activations that may change side in ListTuner: those `s` offloads, and
 // those `keep` keeps on purpose (every other one the scheduler keeps anyway).
 std::vector<int> KeepCandidates(const Problem& p, const Schedule& s,
                                 const std::vector<char>& keep) {
@@ -32,7 +32,7 @@ std::vector<int> KeepCandidates(const Problem& p, const Schedule& s,
   return out;
 }
 
-// A change to the list scheduler's options in TuneList: kOffloadRule,
+// A change to the list scheduler's options in ListTuner: kOffloadRule,
 // kLonger / kShorter (reload look-ahead) and kEagerW; 0 <= move < 2S steps
 // stage move / 2's warm-up depth; move >= 2S flips activation move - 2S's keep
 // bit. False when it leaves the options' range.
@@ -60,114 +60,178 @@ bool ApplyMove(const Problem& p, int move, ListOptions& o) {
   return depth >= 1 && depth <= p.microbatches;
 }
 
-// Search of the list scheduler's knobs from its best grid setting: the
-// warm-up depth per stage (one stage one step deeper or shallower), which
-// activations stay on the device (one offloaded activation kept, or one kept
-// let go; at most kKeepMoves of these per round, drawn at random where there
-// are more), the offload rule, the reload look-ahead (1-3) and eager W. The
-// scheduler re-plans orders and copies around every change, so orders and
-// kept activations are chosen together, which a link too slow to carry every
-// activation needs. Each round takes the best improving move; at a local
-// optimum the search kicks the best options by 2-6 random changes and climbs
-// again (ending after kKicks kicks in a row without a better result). Returns
-// the best list schedule found, or nullopt when it never beats `bar`.
-std::optional<Solution> TuneList(const Problem& p, const SearchOptions& opt, double seconds,
-                                 std::int64_t max_evaluations, const ListChoice& base,
-                                 const SimResult& bar, std::int64_t* evaluations) {
-  constexpr int kKeepMoves = 64, kKicks = 30;
-  const auto t0 = std::chrono::steady_clock::now();
-  StatusOr<SimResult> first = Simulate(p, base.schedule);
-  if (!first.ok()) return std::nullopt;
-  const int S = p.stages();
-  ListOptions best_opt = base.options;
-  best_opt.warmup_depth = WarmupDepths(p, best_opt);
-  best_opt.keep = KeepMask(p, best_opt);
-  Schedule best = base.schedule;
-  SimResult best_sim = *first;
-  // With a budget of evaluations the clock is ignored: the same result on every run.
-  const auto go_on = [&] {
-    if (opt.stop && opt.stop->load()) return false;
-    if (opt.max_evaluations) return *evaluations < max_evaluations;
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds;
-  };
-  std::mt19937_64 rng(opt.seed);
-  Scorer scorer(p, opt.threads);
-  std::vector<std::optional<Schedule>> cand;
-  std::vector<std::optional<SimResult>> score;
-  ListOptions o = best_opt;
-  Schedule cur = best;
-  SimResult cur_sim = best_sim;
-  std::vector<int> moves;
-  for (int failed = 0; failed < kKicks && go_on();) {
-    while (go_on()) {  // climb
+// A setting of the list scheduler's knobs and what it gives.
+struct Tuned {
+  ListOptions options;
+  Schedule schedule;
+  SimResult sim;
+};
+
+// Search of the list scheduler's knobs: the warm-up depth per stage (one
+// stage one step deeper or shallower), which activations stay on the device
+// (one offloaded activation kept, or one kept let go; at most kKeepMoves of
+// these per round, drawn at random where there are more), the offload rule,
+// the reload look-ahead (1-3) and eager W. The scheduler re-plans orders and
+// copies around every change, so orders and kept activations are chosen
+// together, which a link too slow to carry every activation needs. From a
+// start, each round takes the best improving move; at a local optimum the
+// search kicks the start's best options by 2-6 random changes and climbs
+// again, until kKicks kicks in a row bring nothing better. It starts from
+// the list seed's setting, then from the next best grid settings (kStarts in
+// all). With a budget of evaluations the clock is ignored: the same result on
+// every run.
+class ListTuner {
+ public:
+  ListTuner(const Problem& p, const SearchOptions& opt, double seconds,
+            std::int64_t max_evaluations, std::int64_t* evaluations)
+      : p_(p),
+        opt_(opt),
+        seconds_(seconds),
+        max_evaluations_(max_evaluations),
+        evaluations_(evaluations),
+        t0_(std::chrono::steady_clock::now()),
+        rng_(opt.seed),
+        scorer_(p, opt.threads) {}
+
+  // The best setting found from `base`; nullopt when it never beats `bar`.
+  std::optional<Solution> Run(const ListChoice& base, const SimResult& bar) {
+    constexpr int kStarts = 4;
+    StatusOr<SimResult> first = Simulate(p_, base.schedule);
+    if (!first.ok()) return std::nullopt;
+    Tuned best{Explicit(base.options), base.schedule, *first};
+    std::vector<Tuned> others;
+    for (int start = 0; start < kStarts && GoOn(); ++start) {
+      if (start == 1) others = RankedGrid(kStarts - 1, best.sim);
+      if (start > static_cast<int>(others.size())) break;
+      Tuned t = FromStart(start == 0 ? best : std::move(others[start - 1]));
+      if (Better(t.sim, best.sim)) best = std::move(t);
+    }
+    if (!Better(best.sim, bar)) return std::nullopt;
+    return Solution{std::move(best.schedule), std::move(best.sim)};
+  }
+
+ private:
+  static constexpr int kKeepMoves = 64, kKicks = 30;
+
+  bool GoOn() const {
+    if (opt_.stop && opt_.stop->load()) return false;
+    if (opt_.max_evaluations) return *evaluations_ < max_evaluations_;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count() < seconds_;
+  }
+  // The options with their warm-up depths and keep mask spelled out.
+  ListOptions Explicit(ListOptions o) const {
+    o.warmup_depth = WarmupDepths(p_, o);
+    o.keep = KeepMask(p_, o);
+    return o;
+  }
+  // Scores make(i) for i < n (counting evaluations); on the clock, a round
+  // cut short still counts (deterministic budgets finish it).
+  void Score(int n, const std::function<std::optional<ListOptions>(int)>& make) {
+    scorer_.Score(
+        n,
+        [&](int i) -> std::optional<Schedule> {
+          if (!opt_.max_evaluations && !GoOn()) return std::nullopt;
+          std::optional<ListOptions> o = make(i);
+          if (!o) return std::nullopt;
+          StatusOr<Schedule> s = ListSchedule(p_, *o);
+          return s.ok() ? std::optional<Schedule>(std::move(*s)) : std::nullopt;
+        },
+        cand_, score_);
+    for (int i = 0; i < n; ++i) *evaluations_ += cand_[i] ? 1 : 0;
+  }
+  // Up to `count` grid settings other than the best, best first, worse than
+  // `best` (the list seed's, which is the grid's best).
+  std::vector<Tuned> RankedGrid(int count, const SimResult& best) {
+    const std::vector<ListOptions> grid = ListOptionGrid(p_);
+    Score(static_cast<int>(grid.size()), [&](int i) { return std::optional(grid[i]); });
+    std::vector<Tuned> out;
+    for (std::size_t i = 0; i < grid.size(); ++i) {
+      if (score_[i] && Better(best, *score_[i]))
+        out.push_back({Explicit(grid[i]), std::move(*cand_[i]), std::move(*score_[i])});
+    }
+    std::stable_sort(out.begin(), out.end(),
+                     [](const Tuned& a, const Tuned& b) { return Better(a.sim, b.sim); });
+    if (static_cast<int>(out.size()) > count) out.resize(count);
+    return out;
+  }
+  // Best-improvement moves until none improves.
+  void Climb(Tuned& t) {
+    const int S = p_.stages();
+    std::vector<int> moves;
+    while (GoOn()) {
       moves.clear();
       for (int i = 0; i < 2 * S; ++i) moves.push_back(i);
-      if (o.offload) moves.insert(moves.end(), {kOffloadRule, kLonger, kShorter});
-      if (p.split_backward) moves.push_back(kEagerW);
-      std::vector<int> keep = KeepCandidates(p, cur, o.keep);
+      if (t.options.offload) moves.insert(moves.end(), {kOffloadRule, kLonger, kShorter});
+      if (p_.split_backward) moves.push_back(kEagerW);
+      std::vector<int> keep = KeepCandidates(p_, t.schedule, t.options.keep);
       if (static_cast<int>(keep.size()) > kKeepMoves) {
-        std::shuffle(keep.begin(), keep.end(), rng);
+        std::shuffle(keep.begin(), keep.end(), rng_);
         keep.resize(kKeepMoves);
         std::sort(keep.begin(), keep.end());
       }
       for (int k : keep) moves.push_back(2 * S + k);
-      scorer.Score(
-          static_cast<int>(moves.size()),
-          [&](int i) -> std::optional<Schedule> {
-            // On the clock, a round cut short still counts (deterministic budgets finish it).
-            if (!opt.max_evaluations && !go_on()) return std::nullopt;
-            ListOptions q = o;
-            if (!ApplyMove(p, moves[i], q)) return std::nullopt;
-            StatusOr<Schedule> s = ListSchedule(p, q);
-            return s.ok() ? std::optional<Schedule>(std::move(*s)) : std::nullopt;
-          },
-          cand, score);
+      Score(static_cast<int>(moves.size()), [&](int i) -> std::optional<ListOptions> {
+        ListOptions q = t.options;
+        return ApplyMove(p_, moves[i], q) ? std::optional(std::move(q)) : std::nullopt;
+      });
       int pick = -1;
       for (std::size_t i = 0; i < moves.size(); ++i) {
-        if (cand[i]) ++*evaluations;
-        if (score[i] && Better(*score[i], pick < 0 ? cur_sim : *score[pick]))
+        if (score_[i] && Better(*score_[i], pick < 0 ? t.sim : *score_[pick]))
           pick = static_cast<int>(i);
       }
-      if (pick < 0) break;
-      ApplyMove(p, moves[pick], o);
-      cur = std::move(*cand[pick]);
-      cur_sim = std::move(*score[pick]);
-    }
-    // A local optimum as good as the best replaces it (a walk along plateaus).
-    ++failed;
-    if (Better(cur_sim, best_sim)) failed = 0;
-    if (!Better(best_sim, cur_sim)) {
-      best_opt = o;
-      best = cur;
-      best_sim = cur_sim;
-    }
-    for (bool kicked = false; !kicked && failed < kKicks && go_on();) {
-      o = best_opt;
-      const std::vector<int> keep = KeepCandidates(p, best, o.keep);
-      const int changes = 2 + static_cast<int>(rng() % 5);
-      for (int c = 0; c < changes; ++c) {
-        if (keep.empty() || rng() % 4 == 0) {
-          ListOptions q = o;
-          if (ApplyMove(p, static_cast<int>(rng() % (2 * S)), q)) o = std::move(q);
-        } else {
-          ApplyMove(p, 2 * S + keep[rng() % keep.size()], o);
-        }
-      }
-      ++*evaluations;
-      StatusOr<Schedule> s = ListSchedule(p, o);
-      StatusOr<SimResult> r = s.ok() ? Simulate(p, *s) : StatusOr<SimResult>(s.status());
-      if (!r.ok()) {
-        ++failed;
-        continue;
-      }
-      cur = std::move(*s);
-      cur_sim = std::move(*r);
-      kicked = true;
+      if (pick < 0) return;
+      ApplyMove(p_, moves[pick], t.options);
+      t.schedule = std::move(*cand_[pick]);
+      t.sim = std::move(*score_[pick]);
     }
   }
-  if (!Better(best_sim, bar)) return std::nullopt;
-  return Solution{std::move(best), std::move(best_sim)};
-}
+  // Climbs from `start`, then kicks and climbs again; a local optimum as good
+  // as the best replaces it (a walk along plateaus).
+  Tuned FromStart(Tuned start) {
+    const int S = p_.stages();
+    Tuned best = start, cur = std::move(start);
+    for (int failed = 0; failed < kKicks && GoOn();) {
+      Climb(cur);
+      ++failed;
+      if (Better(cur.sim, best.sim)) failed = 0;
+      if (!Better(best.sim, cur.sim)) best = cur;
+      for (bool kicked = false; !kicked && failed < kKicks && GoOn();) {
+        ListOptions o = best.options;
+        const std::vector<int> keep = KeepCandidates(p_, best.schedule, o.keep);
+        const int changes = 2 + static_cast<int>(rng_() % 5);
+        for (int c = 0; c < changes; ++c) {
+          if (keep.empty() || rng_() % 4 == 0) {
+            ListOptions q = o;
+            if (ApplyMove(p_, static_cast<int>(rng_() % (2 * S)), q)) o = std::move(q);
+          } else {
+            ApplyMove(p_, 2 * S + keep[rng_() % keep.size()], o);
+          }
+        }
+        ++*evaluations_;
+        StatusOr<Schedule> s = ListSchedule(p_, o);
+        StatusOr<SimResult> r = s.ok() ? Simulate(p_, *s) : StatusOr<SimResult>(s.status());
+        if (!r.ok()) {
+          ++failed;
+          continue;
+        }
+        cur = {std::move(o), std::move(*s), std::move(*r)};
+        kicked = true;
+      }
+    }
+    return best;
+  }
+
+  const Problem& p_;
+  const SearchOptions& opt_;
+  const double seconds_;
+  const std::int64_t max_evaluations_;
+  std::int64_t* evaluations_;
+  const std::chrono::steady_clock::time_point t0_;
+  std::mt19937_64 rng_;
+  Scorer scorer_;
+  std::vector<std::optional<Schedule>> cand_;
+  std::vector<std::optional<SimResult>> score_;
+};
 
 // A seed the search may start from.
 struct Start {
@@ -306,8 +370,8 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
   std::int64_t evaluations = 0;
   std::optional<Solution> tuned;
   if (list) {
-    tuned = TuneList(p, opt, left() / 2, opt.max_evaluations.value_or(0) / 2, *list, best->sim,
-                     &evaluations);
+    tuned = ListTuner(p, opt, left() / 2, opt.max_evaluations.value_or(0) / 2, &evaluations)
+                .Run(*list, best->sim);
   }
   if (tuned) {
     best = std::move(*tuned);
