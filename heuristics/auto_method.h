@@ -1,7 +1,8 @@
 // RunAuto: the default method. Runs every applicable published schedule and
 // the list scheduler, keeps the best valid one (after a quarter of the budget
-// spent tuning the list scheduler's warm-up depths and kept activations), then improves it with
-// LocalSearch for the rest of the time budget: from the best seed for half of
+// spent tuning the list scheduler's knobs: warm-up depths, kept activations,
+// offload rules), then improves it with LocalSearch for the rest of the time
+// budget: from the best seed for half of
 // it, then from the other seeds within 50% of the best, then (when every
 // search ended at a local optimum early) from the incumbent with other draws.
 //
