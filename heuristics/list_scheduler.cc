@@ -123,8 +123,9 @@ class ListScheduler {
     const int d = p_.stage_device[s];
     return MayOffload(s, m) && (m - b_started_[s]) * period_[d] >= 2 * (*p_.offload)[s];
   }
-  // Every keep_every-th micro-batch stays on the device (a link that cannot
-  // carry them all does better keeping some than queueing them).
+  // The activations opt.keep marks, or else every keep_every-th micro-batch,
+  // stay on the device (a link that cannot carry them all does better
+  // keeping some than queueing them).
   bool Kept(int s, int m) const {
     if (static_cast<int>(opt_.keep.size()) == S_ * M_)
       return opt_.keep[static_cast<std::size_t>(s) * M_ + m];

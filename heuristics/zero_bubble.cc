@@ -76,8 +76,8 @@ double Unbounded(const Problem& p) { return p.microbatches; }
 // The best simulated objective over the caps; ties keep the earlier cap (the
 // published one goes first). opt's clock and stop token end the scan after
 // any cap but the first (not with opt.max_evaluations, the deterministic
-// mode). If none fits, names the cap that overshoots memory.limit least and
-// its peaks.
+// mode). If none fits, names the cap (of those scanned in time) that
+// overshoots memory.limit least and its peaks.
 StatusOr<Schedule> BestCap(const Problem& p, const std::vector<Cap>& caps,
                            const SearchOptions& opt = {}) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -112,7 +112,8 @@ StatusOr<Schedule> BestCap(const Problem& p, const std::vector<Cap>& caps,
   std::optional<Cap> closest;
   std::vector<double> need;
   double over = 0;
-  for (const Cap& c : caps) {
+  for (const Cap& c : caps) {  // on the same clock
+    if (&c != &caps.front() && !more()) break;
     StatusOr<Schedule> s = CappedSchedule(unlimited, c);
     StatusOr<SimResult> r = s.ok() ? Simulate(unlimited, *s) : StatusOr<SimResult>(s.status());
     if (!r.ok()) continue;
