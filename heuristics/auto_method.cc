@@ -14,31 +14,41 @@
 namespace optpipe {
 namespace {
 
-// The activations that may change side in ListTuner: those `s` offloads, and
-// those `keep` keeps on purpose (every other one the scheduler keeps anyway).
-std::vector<int> KeepCandidates(const Problem& p, const Schedule& s,
-                                const std::vector<char>& keep) {
-  std::vector<char> can(keep.begin(), keep.end());
+// The activations (stage * M + micro-batch) whose choice ListTuner may move:
+// `toggle`, those `s` offloads or whose `choice` is not kByRule (kByRule <->
+// kKeep, kSend -> kByRule); `send`, the others but the last stage's (kByRule
+// -> kSend).
+struct Movable {
+  std::vector<int> toggle, send;
+};
+Movable MovableActivations(const Problem& p, const Schedule& s, const std::vector<char>& choice) {
+  std::vector<char> offloaded(choice.size(), 0);
   for (const std::vector<Op>& link : s.copy) {
     for (const Op& op : link) {
       if (op.type == OpType::kO)
-        can[static_cast<std::size_t>(op.stage) * p.microbatches + op.microbatch] = 1;
+        offloaded[static_cast<std::size_t>(op.stage) * p.microbatches + op.microbatch] = 1;
     }
   }
-  std::vector<int> out;
-  for (std::size_t i = 0; i < can.size(); ++i) {
-    if (can[i]) out.push_back(static_cast<int>(i));
+  Movable out;
+  const std::size_t last_stage = static_cast<std::size_t>(p.stages() - 1) * p.microbatches;
+  for (std::size_t i = 0; i < choice.size(); ++i) {
+    if (offloaded[i] || choice[i] != ListOptions::kByRule) {
+      out.toggle.push_back(static_cast<int>(i));
+    } else if (i < last_stage) {
+      out.send.push_back(static_cast<int>(i));
+    }
   }
   return out;
 }
 
 // A change to the list scheduler's options in ListTuner: kOffloadRule,
 // kLonger / kShorter (reload look-ahead) and kEagerW; 0 <= move < 2S steps
-// stage move / 2's warm-up depth; move >= 2S flips activation move - 2S's keep
-// bit. False when it leaves the options' range.
+// stage move / 2's warm-up depth; 2S <= move < 2S + SM toggles activation
+// move - 2S (see Movable), move >= 2S + SM sends activation move - 2S - SM
+// (SM = S * M). False when it leaves the options' range.
 enum : int { kOffloadRule = -1, kLonger = -2, kShorter = -3, kEagerW = -4 };
 bool ApplyMove(const Problem& p, int move, ListOptions& o) {
-  const int S = p.stages();
+  const int S = p.stages(), SM = S * p.microbatches;
   switch (move) {
     case kOffloadRule:
       o.offload_warmup = !o.offload_warmup;
@@ -51,8 +61,13 @@ bool ApplyMove(const Problem& p, int move, ListOptions& o) {
       o.eager_w = !o.eager_w;
       return true;
   }
+  if (move >= 2 * S + SM) {
+    o.choice[move - 2 * S - SM] = ListOptions::kSend;
+    return true;
+  }
   if (move >= 2 * S) {
-    o.keep[move - 2 * S] ^= 1;
+    char& c = o.choice[move - 2 * S];
+    c = c == ListOptions::kByRule ? ListOptions::kKeep : ListOptions::kByRule;
     return true;
   }
   int& depth = o.warmup_depth[move / 2];
@@ -69,11 +84,12 @@ struct Tuned {
 
 // Search of the list scheduler's knobs: the warm-up depth per stage (one
 // stage one step deeper or shallower), which activations stay on the device
-// (one offloaded activation kept, or one kept let go; at most kKeepMoves of
-// these per round, drawn at random where there are more), the offload rule,
-// the reload look-ahead (1-3) and eager W. The scheduler re-plans orders and
-// copies around every change, so orders and kept activations are chosen
-// together, which a link too slow to carry every activation needs. From a
+// and which go to the host (one offloaded activation kept, one kept or sent
+// left to the rules again, or one the rules keep sent; at most kToggleMoves
+// and kSendMoves of these per round, drawn at random where there are more),
+// the offload rule, the reload look-ahead (1-3) and eager W. The scheduler
+// re-plans orders and copies around every change, so orders and offloads are
+// chosen together, which a link too slow to carry every activation needs. From a
 // start, each round takes the best improving move; at a local optimum the
 // search kicks the start's best options by 2-6 random changes and climbs
 // again, until kKicks kicks in a row bring nothing better. It starts from
@@ -111,17 +127,17 @@ class ListTuner {
   }
 
  private:
-  static constexpr int kKeepMoves = 64, kKicks = 30;
+  static constexpr int kToggleMoves = 64, kSendMoves = 16, kKicks = 30;
 
   bool GoOn() const {
     if (opt_.stop && opt_.stop->load()) return false;
     if (opt_.max_evaluations) return *evaluations_ < max_evaluations_;
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count() < seconds_;
   }
-  // The options with their warm-up depths and keep mask spelled out.
+  // The options with their warm-up depths and choices spelled out.
   ListOptions Explicit(ListOptions o) const {
     o.warmup_depth = WarmupDepths(p_, o);
-    o.keep = KeepMask(p_, o);
+    o.choice = Choices(p_, o);
     return o;
   }
   // Scores make(i) for i < n (counting evaluations); on the clock, a round
@@ -163,13 +179,18 @@ class ListTuner {
       for (int i = 0; i < 2 * S; ++i) moves.push_back(i);
       if (t.options.offload) moves.insert(moves.end(), {kOffloadRule, kLonger, kShorter});
       if (p_.split_backward) moves.push_back(kEagerW);
-      std::vector<int> keep = KeepCandidates(p_, t.schedule, t.options.keep);
-      if (static_cast<int>(keep.size()) > kKeepMoves) {
-        std::shuffle(keep.begin(), keep.end(), rng_);
-        keep.resize(kKeepMoves);
-        std::sort(keep.begin(), keep.end());
-      }
-      for (int k : keep) moves.push_back(2 * S + k);
+      // At most `count` of `from`, drawn at random where there are more, as moves from `base`.
+      const auto add = [&](std::vector<int> from, int count, int base) {
+        if (static_cast<int>(from.size()) > count) {
+          std::shuffle(from.begin(), from.end(), rng_);
+          from.resize(count);
+          std::sort(from.begin(), from.end());
+        }
+        for (int k : from) moves.push_back(base + k);
+      };
+      Movable movable = MovableActivations(p_, t.schedule, t.options.choice);
+      add(std::move(movable.toggle), kToggleMoves, 2 * S);
+      if (t.options.offload) add(std::move(movable.send), kSendMoves, 2 * S + S * p_.microbatches);
       Score(static_cast<int>(moves.size()), [&](int i) -> std::optional<ListOptions> {
         ListOptions q = t.options;
         return ApplyMove(p_, moves[i], q) ? std::optional(std::move(q)) : std::nullopt;
@@ -197,14 +218,14 @@ class ListTuner {
       if (!Better(best.sim, cur.sim)) best = cur;
       for (bool kicked = false; !kicked && failed < kKicks && GoOn();) {
         ListOptions o = best.options;
-        const std::vector<int> keep = KeepCandidates(p_, best.schedule, o.keep);
+        const std::vector<int> toggle = MovableActivations(p_, best.schedule, o.choice).toggle;
         const int changes = 2 + static_cast<int>(rng_() % 5);
         for (int c = 0; c < changes; ++c) {
-          if (keep.empty() || rng_() % 4 == 0) {
+          if (toggle.empty() || rng_() % 4 == 0) {
             ListOptions q = o;
             if (ApplyMove(p_, static_cast<int>(rng_() % (2 * S)), q)) o = std::move(q);
           } else {
-            ApplyMove(p_, 2 * S + keep[rng_() % keep.size()], o);
+            ApplyMove(p_, 2 * S + toggle[rng_() % toggle.size()], o);
           }
         }
         ++*evaluations_;

@@ -107,14 +107,17 @@ class ListScheduler {
   }
 
   // (s,m) may go to the host as its F ends: offload is on, its device is
-  // short of memory, it is not the last stage nor a kept micro-batch.
+  // short of memory, it is not the last stage nor kept.
   bool MayOffload(int s, int m) const {
-    return opt_.offload && p_.offload && pressure_[p_.stage_device[s]] && s + 1 < S_ && !Kept(s, m);
+    return opt_.offload && p_.offload && pressure_[p_.stage_device[s]] && s + 1 < S_ &&
+           Choice(s, m) != ListOptions::kKeep;
   }
-  // Offloaded as its F ends whatever the backwards ahead of it (the warm-up
-  // rule: its own trip through the later stages hides the round trip).
+  // Offloaded as its F ends whatever the backwards ahead of it: sent by
+  // choice, or by the warm-up rule (its own trip through the later stages
+  // hides the round trip).
   bool WillOffload(int s, int m) const {
-    return MayOffload(s, m) && opt_.offload_warmup && chain_[s] >= 2 * (*p_.offload)[s];
+    return MayOffload(s, m) && ((opt_.offload_warmup && chain_[s] >= 2 * (*p_.offload)[s]) ||
+                                Choice(s, m) == ListOptions::kSend);
   }
   // Offloaded as its F ends, now: by the warm-up rule, or because the
   // backwards of its stage still ahead of it hide the round trip.
@@ -123,13 +126,15 @@ class ListScheduler {
     const int d = p_.stage_device[s];
     return MayOffload(s, m) && (m - b_started_[s]) * period_[d] >= 2 * (*p_.offload)[s];
   }
-  // The activations opt.keep marks, or else every keep_every-th micro-batch,
-  // stay on the device (a link that cannot carry them all does better
-  // keeping some than queueing them).
-  bool Kept(int s, int m) const {
-    if (static_cast<int>(opt_.keep.size()) == S_ * M_)
-      return opt_.keep[static_cast<std::size_t>(s) * M_ + m];
-    return opt_.keep_every > 0 && m % opt_.keep_every == opt_.keep_every - 1;
+  // The activations opt.choice marks kKeep, or else every keep_every-th
+  // micro-batch, stay on the device (a link that cannot carry them all does
+  // better keeping some than queueing them); those it marks kSend go.
+  ListOptions::Choice Choice(int s, int m) const {
+    if (static_cast<int>(opt_.choice.size()) != S_ * M_) {
+      const int k = opt_.keep_every;
+      return k > 0 && m % k == k - 1 ? ListOptions::kKeep : ListOptions::kByRule;
+    }
+    return static_cast<ListOptions::Choice>(opt_.choice[static_cast<std::size_t>(s) * M_ + m]);
   }
 
   const Problem& p_;
@@ -514,15 +519,15 @@ std::vector<int> WarmupDepths(const Problem& p, const ListOptions& opt) {
   return depth;
 }
 
-std::vector<char> KeepMask(const Problem& p, const ListOptions& opt) {
+std::vector<char> Choices(const Problem& p, const ListOptions& opt) {
   const int S = p.stages(), M = p.microbatches;
-  if (static_cast<int>(opt.keep.size()) == S * M) return opt.keep;
-  std::vector<char> keep(static_cast<std::size_t>(S) * M, 0);
+  if (static_cast<int>(opt.choice.size()) == S * M) return opt.choice;
+  std::vector<char> choice(static_cast<std::size_t>(S) * M, ListOptions::kByRule);
   for (int s = 0; s < S && opt.keep_every > 0; ++s) {
     for (int m = opt.keep_every - 1; m < M; m += opt.keep_every)
-      keep[static_cast<std::size_t>(s) * M + m] = 1;
+      choice[static_cast<std::size_t>(s) * M + m] = ListOptions::kKeep;
   }
-  return keep;
+  return choice;
 }
 
 StatusOr<Schedule> ListSchedule(const Problem& p, const ListOptions& opt) {

@@ -59,9 +59,12 @@ struct ListOptions {
   // Keep every keep_every-th micro-batch's activations on the device (0:
   // offload all that qualify), for links too slow to carry all.
   int keep_every = 0;
-  // Per activation (stage * microbatches + microbatch): 1 keeps it on the
-  // device. When set (size S * M), it replaces keep_every.
-  std::vector<char> keep;
+  // Per activation (stage * microbatches + microbatch), when set (size S * M;
+  // it replaces keep_every): kByRule leaves it to the offload rules, kKeep
+  // keeps it on the device, kSend offloads it as its F ends (where its device
+  // is short of memory and it is not on the last stage).
+  enum Choice : char { kByRule = 0, kKeep = 1, kSend = 2 };
+  std::vector<char> choice;
   // Explicit warm-up depth per stage [S]; when set, warmup_scale is ignored.
   std::vector<int> warmup_depth;
 };
@@ -69,9 +72,9 @@ struct ListOptions {
 // The warm-up depth per stage that `opt` gives (see ListOptions).
 std::vector<int> WarmupDepths(const Problem& p, const ListOptions& opt);
 
-// The activations `opt` keeps on the device on purpose, per stage * M +
-// micro-batch: opt.keep, or else keep_every's micro-batches on every stage.
-std::vector<char> KeepMask(const Problem& p, const ListOptions& opt);
+// The choice per activation (stage * M + micro-batch) that `opt` makes:
+// opt.choice, or else kKeep for keep_every's micro-batches on every stage.
+std::vector<char> Choices(const Problem& p, const ListOptions& opt);
 
 // kInfeasible when these options deadlock under the memory limit.
 StatusOr<Schedule> ListSchedule(const Problem& p, const ListOptions& opt);

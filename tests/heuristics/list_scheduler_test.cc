@@ -165,8 +165,8 @@ std::vector<int> Offloaded(const Problem& p, const Schedule& s) {
   return out;
 }
 
-// An explicit keep mask is keep_every's rule spelled out: the same schedule;
-// an activation marked kept never goes to the host, and the others may.
+// Explicit choices are keep_every's rule spelled out: the same schedule; an
+// activation marked kKeep never goes to the host, one marked kSend does.
 TEST(ListScheduler, KeepsTheActivationsItIsTold) {
   const Problem p = testing::MakeProblem(
       R"("devices": 4, "microbatches": 8, "stage_time": {"f": 1, "b": 1, "w": 1},
@@ -176,9 +176,10 @@ TEST(ListScheduler, KeepsTheActivationsItIsTold) {
   every.keep_every = 3;
   ListOptions mask = every;
   mask.keep_every = 0;
-  mask.keep = KeepMask(p, every);
-  ASSERT_EQ(mask.keep.size(), 4u * 8u);
-  EXPECT_EQ(std::count(mask.keep.begin(), mask.keep.end(), 1), 4 * 2);  // micro-batches 2 and 5
+  mask.choice = Choices(p, every);
+  ASSERT_EQ(mask.choice.size(), 4u * 8u);
+  EXPECT_EQ(std::count(mask.choice.begin(), mask.choice.end(), ListOptions::kKeep),
+            4 * 2);  // micro-batches 2 and 5
   const StatusOr<Schedule> a = ListSchedule(p, every), b = ListSchedule(p, mask);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(ToText(p, *a), ToText(p, *b));
@@ -189,8 +190,8 @@ TEST(ListScheduler, KeepsTheActivationsItIsTold) {
   ASSERT_TRUE(base.ok()) << base.status().message();
   const std::vector<int> sent = Offloaded(p, *base);
   ASSERT_GE(sent.size(), 2u);
-  all.keep.assign(4 * 8, 0);
-  all.keep[sent.front()] = all.keep[sent.back()] = 1;
+  all.choice.assign(4 * 8, ListOptions::kByRule);
+  all.choice[sent.front()] = all.choice[sent.back()] = ListOptions::kKeep;
   const StatusOr<Schedule> kept = ListSchedule(p, all);
   ASSERT_TRUE(kept.ok()) << kept.status().message();
   Timed(p, *kept);
@@ -198,6 +199,21 @@ TEST(ListScheduler, KeepsTheActivationsItIsTold) {
   EXPECT_EQ(std::count(now.begin(), now.end(), sent.front()), 0);
   EXPECT_EQ(std::count(now.begin(), now.end(), sent.back()), 0);
   EXPECT_FALSE(now.empty());
+
+  // Under the other offload rule (backwards ahead must hide the round trip)
+  // the warm-up keeps stage 0's first activation; sent, it goes to the host.
+  ListOptions rule;
+  rule.choice.assign(4 * 8, ListOptions::kByRule);
+  const StatusOr<Schedule> ahead = ListSchedule(p, rule);
+  ASSERT_TRUE(ahead.ok()) << ahead.status().message();
+  const std::vector<int> before = Offloaded(p, *ahead);
+  ASSERT_EQ(std::count(before.begin(), before.end(), 0), 0);
+  rule.choice[0] = ListOptions::kSend;
+  const StatusOr<Schedule> send = ListSchedule(p, rule);
+  ASSERT_TRUE(send.ok()) << send.status().message();
+  Timed(p, *send);
+  const std::vector<int> after = Offloaded(p, *send);
+  EXPECT_EQ(std::count(after.begin(), after.end(), 0), 1);
 }
 
 TEST(ListScheduler, RandomProblemsWithLimitsAreValidOrInfeasible) {
