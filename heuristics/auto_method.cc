@@ -117,7 +117,7 @@ class ListTuner {
     Tuned best{Explicit(base.options), base.schedule, *first};
     std::vector<Tuned> others;
     for (int start = 0; start < kStarts && GoOn(); ++start) {
-      if (start == 1) others = RankedGrid(kStarts - 1, best.sim);
+      if (start == 1) others = RankedGrid(kStarts - 1, *first);
       if (start > static_cast<int>(others.size())) break;
       Tuned t = FromStart(start == 0 ? best : std::move(others[start - 1]));
       if (Better(t.sim, best.sim)) best = std::move(t);
