@@ -1,7 +1,6 @@
 #include "heuristics/best_fitting.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -45,13 +44,8 @@ StatusOr<Schedule> BestFitting(const Problem& p, const std::string& knob, int n,
                                const std::function<std::optional<Schedule>(int)>& make,
                                const std::function<std::string(int)>& label,
                                const SearchOptions& opt, int* chosen) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto more = [&] {
-    if (opt.stop && opt.stop->load()) return false;
-    if (opt.max_evaluations) return true;
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() <
-           opt.time_limit_s;
-  };
+  const ScanClock clock(opt);
+  const auto more = [&] { return clock.more(); };
   std::optional<Schedule> best;
   std::pair<double, double> best_key{kInf, kInf};  // objective, peak memory
   int scanned = 0;

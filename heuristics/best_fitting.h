@@ -21,6 +21,7 @@
 //       [&](int i) { return "g = " + std::to_string(gs[i]); }, opt);
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -39,5 +40,23 @@ StatusOr<Schedule> BestFitting(const Problem& p, const std::string& knob, int n,
                                const std::function<std::optional<Schedule>(int)>& make,
                                const std::function<std::string(int)>& label,
                                const SearchOptions& opt = {}, int* chosen = nullptr);
+
+// The clock of a knob scan: more() is true until opt's stop token is set or,
+// outside the deterministic mode (opt.max_evaluations unset), until
+// opt.time_limit_s has passed since construction.
+class ScanClock {
+ public:
+  explicit ScanClock(const SearchOptions& opt) : opt_(opt), t0_(std::chrono::steady_clock::now()) {}
+  bool more() const {
+    if (opt_.stop && opt_.stop->load()) return false;
+    if (opt_.max_evaluations) return true;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count() <
+           opt_.time_limit_s;
+  }
+
+ private:
+  const SearchOptions& opt_;
+  std::chrono::steady_clock::time_point t0_;
+};
 
 }  // namespace optpipe

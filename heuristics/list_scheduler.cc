@@ -126,15 +126,11 @@ class ListScheduler {
     const int d = p_.stage_device[s];
     return MayOffload(s, m) && (m - b_started_[s]) * period_[d] >= 2 * (*p_.offload)[s];
   }
-  // The activations opt.choice marks kKeep, or else every keep_every-th
-  // micro-batch, stay on the device (a link that cannot carry them all does
-  // better keeping some than queueing them); those it marks kSend go.
+  // The activations Choices() marks kKeep stay on the device (a link that
+  // cannot carry them all does better keeping some than queueing them);
+  // those it marks kSend go.
   ListOptions::Choice Choice(int s, int m) const {
-    if (static_cast<int>(opt_.choice.size()) != S_ * M_) {
-      const int k = opt_.keep_every;
-      return k > 0 && m % k == k - 1 ? ListOptions::kKeep : ListOptions::kByRule;
-    }
-    return static_cast<ListOptions::Choice>(opt_.choice[static_cast<std::size_t>(s) * M_ + m]);
+    return static_cast<ListOptions::Choice>(choice_[static_cast<std::size_t>(s) * M_ + m]);
   }
 
   const Problem& p_;
@@ -150,6 +146,7 @@ class ListScheduler {
   std::vector<double> ready_at_;          // max(pred end + lag)
   std::vector<char> kept_back_;           // per op: an F passed over while ready
   std::vector<int> cap_;                  // warm-up depth per stage
+  std::vector<char> choice_;              // per activation: Choices(p_, opt_)
   std::vector<int> inflight_;             // F started, B not ended, per stage
   std::vector<int> b_started_;            // B started per stage
   std::vector<double> tail_b_;            // backward chain from B(s) to the end
@@ -239,6 +236,7 @@ void ListScheduler::Prepare() {
   period_.assign(D_, 0.0);
   for (int s = 0; s < S_; ++s) period_[p_.stage_device[s]] += p_.f[s] + p_.b[s] + p_.w[s];
   cap_ = WarmupDepths(p_, opt_);
+  choice_ = Choices(p_, opt_);
   reserve_.assign(S_, 0.0);
   deeper_.assign(S_, {});
   for (int s = 0; s < S_; ++s) {

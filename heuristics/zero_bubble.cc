@@ -33,13 +33,13 @@
 // With a fused backward there is no W to move: ZB-H1 is then exactly 1F1B,
 // ZB-H2 at best a 1F1B with a deeper warm-up and ZB-V a V-shaped 1F1B.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <sstream>
 
 #include "core/simulator.h"
+#include "heuristics/best_fitting.h"
 #include "heuristics/list_scheduler.h"
 #include "heuristics/method.h"
 
@@ -80,19 +80,13 @@ double Unbounded(const Problem& p) { return p.microbatches; }
 // overshoots memory.limit least and its peaks.
 StatusOr<Schedule> BestCap(const Problem& p, const std::vector<Cap>& caps,
                            const SearchOptions& opt = {}) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto more = [&] {
-    if (opt.stop && opt.stop->load()) return false;
-    return opt.max_evaluations ||
-           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() <
-               opt.time_limit_s;
-  };
+  const ScanClock clock(opt);
   Simulator sim(p);
   std::optional<Schedule> best;
   double best_obj = 0;
   Status last = Infeasible("no memory cap gives a schedule");
   for (const Cap& c : caps) {
-    if (&c != &caps.front() && !more()) break;
+    if (&c != &caps.front() && !clock.more()) break;
     StatusOr<Schedule> s = CappedSchedule(p, c);
     StatusOr<SimResult> r = s.ok() ? sim.Run(*s) : StatusOr<SimResult>(s.status());
     if (!r.ok()) {  // stalls or overflows under memory.limit
@@ -113,7 +107,7 @@ StatusOr<Schedule> BestCap(const Problem& p, const std::vector<Cap>& caps,
   std::vector<double> need;
   double over = 0;
   for (const Cap& c : caps) {  // on the same clock
-    if (&c != &caps.front() && !more()) break;
+    if (&c != &caps.front() && !clock.more()) break;
     StatusOr<Schedule> s = CappedSchedule(unlimited, c);
     StatusOr<SimResult> r = s.ok() ? Simulate(unlimited, *s) : StatusOr<SimResult>(s.status());
     if (!r.ok()) continue;

@@ -1,8 +1,7 @@
 #include <gtest/gtest.h>
 
-#include <atomic>
-
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 #include <random>
 
