@@ -114,40 +114,45 @@ StatusOr<SimResult> Simulator::Run(const Schedule& s) {
   SimResult res;
   res.peak_memory = p.static_memory;
   res.busy.assign(D, 0.0);
-  heap_.clear();
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events(std::greater<>{},
-                                                                        std::move(heap_));
-  for (int r = 0; r < lanes; ++r) events.push({0.0, 1, r});
+  // The event heap lives in heap_, which keeps its capacity from run to run.
+  std::vector<Event>& events = heap_;
+  events.clear();
+  const auto push = [&events](Event e) {
+    events.push_back(e);
+    std::push_heap(events.begin(), events.end(), std::greater<>{});
+  };
+  for (int r = 0; r < lanes; ++r) push({0.0, Event::kLaneLooks, r});
 
   std::size_t total = 0, done = 0;
   for (int r = 0; r < lanes; ++r) total += Lane(s, r).size();
 
   while (!events.empty()) {
-    const Event ev = events.top();
-    events.pop();
-    const double t = ev.t;
-    if (ev.kind == 0) {  // op ends: free its lane and memory, wake whoever waited
-      const int i = ev.id;
+    std::pop_heap(events.begin(), events.end(), std::greater<>{});
+    const Event ev = events.back();
+    events.pop_back();
+    const double t = ev.t();
+    if (ev.kind() == Event::kOpEnds) {  // free its lane and memory, wake whoever waited
+      const int i = ev.id();
       const Op op = space_.At(i);
       const int d = DeviceOf(p, op);
       const int r = IsCompute(op.type) ? d : D + link_of_device_[d];
       running_[r] = -1;
       ++done;
-      events.push({t, 1, r});
-      for (int w = first_watcher_[i]; w >= 0; w = next_watcher_[w]) events.push({t, 1, w});
+      push({t, Event::kLaneLooks, r});
+      for (int w = first_watcher_[i]; w >= 0; w = next_watcher_[w]) push({t, Event::kLaneLooks, w});
       first_watcher_[i] = -1;
       if (const double fr = Frees(p, op); fr > 0) {
         mem_[d] -= fr;
         for (int w : mem_waiters_[d]) {
           mem_blocked_[w] = 0;
-          events.push({t, 1, w});
+          push({t, Event::kLaneLooks, w});
         }
         mem_waiters_[d].clear();
       }
       continue;
     }
     // A lane tries to start its next op at time t.
-    const int r = ev.id;
+    const int r = ev.id();
     const std::vector<Op>& lane = Lane(s, r);
     if (running_[r] >= 0 || pos_[r] == static_cast<int>(lane.size())) continue;
     const Op h = lane[pos_[r]];
@@ -173,7 +178,7 @@ StatusOr<SimResult> Simulator::Run(const Schedule& s) {
     waits_for_[r] = -1;
     ready = std::max(ready, s.ReleaseOf(hi));
     if (ready > t) {
-      events.push({ready, 1, r});
+      push({ready, Event::kLaneLooks, r});
       continue;
     }
     const int d = DeviceOf(p, h);
@@ -195,9 +200,8 @@ StatusOr<SimResult> Simulator::Run(const Schedule& s) {
     if (IsCompute(h.type)) res.busy[d] += dur;
     running_[r] = hi;
     ++pos_[r];
-    events.push({t + dur, 0, hi});
+    push({t + dur, Event::kOpEnds, hi});
   }
-  heap_ = std::vector<Event>();  // the heap moved into `events`; keep nothing stale
 
   if (done < total) {
     return Infeasible(describe_ ? DescribeDeadlock(s) : "the orders deadlock under memory.limit");

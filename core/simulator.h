@@ -19,6 +19,7 @@
 #include <queue>
 #include <vector>
 
+#include "core/event.h"
 #include "core/problem.h"
 #include "core/schedule.h"
 #include "core/status.h"
@@ -49,16 +50,6 @@ class Simulator {
   void set_describe_deadlocks(bool on) { describe_ = on; }
 
  private:
-  struct Event {
-    double t;
-    int kind;  // 0: an op ends (frees first), 1: a lane tries to start its head
-    int id;
-    bool operator>(const Event& o) const {
-      if (t != o.t) return t > o.t;
-      if (kind != o.kind) return kind > o.kind;
-      return id > o.id;
-    }
-  };
   Status CheckStructure(const Schedule& s);
   std::string DescribeDeadlock(const Schedule& s) const;
   const std::vector<Op>& Lane(const Schedule& s, int r) const;

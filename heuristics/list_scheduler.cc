@@ -9,23 +9,13 @@
 #include <queue>
 #include <vector>
 
+#include "core/event.h"
 #include "core/simulator.h"
 #include "core/text_format.h"
 #include "heuristics/best_fitting.h"
 
 namespace optpipe {
 namespace {
-
-struct Event {
-  double t;
-  int kind;  // 0: an op ends (frees first), 1: a lane looks for work
-  int id;    // op index or lane
-  bool operator>(const Event& o) const {
-    if (t != o.t) return t > o.t;
-    if (kind != o.kind) return kind > o.kind;
-    return id > o.id;
-  }
-};
 
 // A ready op with its ordering key (smaller first).
 struct Ready {
@@ -62,6 +52,12 @@ class ListScheduler {
   void DispatchDevice(int d, double t);
   void DispatchLink(int l, double t);
   void Start(int op, int lane, double t);
+  // Queues a look for work by `lane` at t, unless one is queued for then.
+  void Wake(int lane, double t) {
+    if (queued_[lane] == t) return;
+    queued_[lane] = t;
+    events_.push({t, Event::kLaneLooks, lane});
+  }
   bool Fits(int d, double amount, double reserve) const {
     return !limit_ ||
            mem_[d] + amount + reserve <= (*limit_)[d] + 1e-9 * std::max(1.0, (*limit_)[d]);
@@ -141,18 +137,19 @@ class ListScheduler {
   const std::vector<double>* limit_ = nullptr;
 
   Schedule out_;
-  MinHeap<Event> events_;
-  std::vector<int> pending_;              // unfinished predecessors per op
-  std::vector<double> ready_at_;          // max(pred end + lag)
-  std::vector<char> kept_back_;           // per op: an F passed over while ready
-  std::vector<int> cap_;                  // warm-up depth per stage
-  std::vector<char> choice_;              // per activation: Choices(p_, opt_)
-  std::vector<int> inflight_;             // F started, B not ended, per stage
-  std::vector<int> b_started_;            // B started per stage
-  std::vector<double> tail_b_;            // backward chain from B(s) to the end
-  std::vector<double> chain_;             // shortest time from F(s,m)'s end to B(s,m)'s start
-  std::vector<double> period_;            // one micro-batch of work per device
-  std::vector<double> reserve_;           // per stage: room kept for deeper stages on its device
+  EventQueue events_;
+  std::vector<double> queued_;    // per lane: a look for work queued for then (-1: none known)
+  std::vector<int> pending_;      // unfinished predecessors per op
+  std::vector<double> ready_at_;  // max(pred end + lag)
+  std::vector<char> kept_back_;   // per op: an F passed over while ready
+  std::vector<int> cap_;          // warm-up depth per stage
+  std::vector<char> choice_;      // per activation: Choices(p_, opt_)
+  std::vector<int> inflight_;     // F started, B not ended, per stage
+  std::vector<int> b_started_;    // B started per stage
+  std::vector<double> tail_b_;    // backward chain from B(s) to the end
+  std::vector<double> chain_;     // shortest time from F(s,m)'s end to B(s,m)'s start
+  std::vector<double> period_;    // one micro-batch of work per device
+  std::vector<double> reserve_;   // per stage: room kept for deeper stages on its device
   std::vector<std::vector<int>> deeper_;  // per stage: the later stages on its device
   std::vector<char> pressure_;            // device cannot hold its warm-up in memory
   std::vector<double> mem_;
@@ -200,6 +197,7 @@ void ListScheduler::Prepare() {
   mem_ = p_.static_memory;
   const int lanes = D_ + static_cast<int>(p_.host_links.size());
   busy_.assign(lanes, -1);
+  queued_.assign(lanes, -1.0);
   future_.assign(lanes, {});
   ready_b_.assign(D_, {});
   ready_f_.assign(D_, {});
@@ -270,7 +268,7 @@ void ListScheduler::Release(int i, double t) {
   const int d = p_.stage_device[op.stage];
   const int lane = IsCompute(op.type) ? d : D_ + link_[d];
   future_[lane].push({t, 0, i});
-  events_.push({t, 1, lane});
+  Wake(lane, t);
 }
 
 void ListScheduler::Start(int i, int lane, double t) {
@@ -289,7 +287,7 @@ void ListScheduler::Start(int i, int lane, double t) {
   if (op.type == OpType::kF) ++inflight_[op.stage];
   if (op.type == OpType::kB) {
     ++b_started_[op.stage];
-    if (p_.offload) events_.push({t, 1, D_ + link_[d]});  // a reload may now be due
+    if (p_.offload) Wake(D_ + link_[d], t);  // a reload may now be due
   }
   const int key = op.stage * M_ + op.microbatch;
   if (op.type == OpType::kF) f_started_[key] = 1;
@@ -304,7 +302,7 @@ void ListScheduler::Start(int i, int lane, double t) {
     auto& ar = awaiting_reload_[d];
     ar.erase(std::find(ar.begin(), ar.end(), key));
   }
-  events_.push({t + Duration(p_, op), 0, i});
+  events_.push({t + Duration(p_, op), Event::kOpEnds, i});
 }
 
 void ListScheduler::Finish(int i, double t) {
@@ -313,12 +311,12 @@ void ListScheduler::Finish(int i, double t) {
   const int lane = IsCompute(op.type) ? d : D_ + link_[d];
   ++done_;
   busy_[lane] = -1;
-  events_.push({t, 1, lane});
+  Wake(lane, t);
   if (const double fr = Frees(p_, op); fr > 0) {
     mem_[d] -= fr;
     held_[s * M_ + m] -= fr;
-    events_.push({t, 1, d});
-    if (p_.offload) events_.push({t, 1, D_ + link_[d]});
+    Wake(d, t);
+    if (p_.offload) Wake(D_ + link_[d], t);
   }
   const auto done_pred = [&](OpType ty, int st, double lag) {
     const int q = sp_.Index(ty, st, m);
@@ -386,7 +384,7 @@ void ListScheduler::DispatchDevice(int d, double t) {
         break;
     }
   }
-  if (!fut.empty()) events_.push({fut.top().key1, 1, d});
+  if (!fut.empty()) Wake(d, fut.top().key1);
   if (busy_[d] >= 0) return;
   const auto take = [&](MinHeap<Ready>& h) {
     const int i = h.top().op;
@@ -424,7 +422,7 @@ void ListScheduler::DispatchLink(int l, double t) {
     ready_o_[l].push_back(fut.top().op);  // only offloads are released through here
     fut.pop();
   }
-  if (!fut.empty()) events_.push({fut.top().key1, 1, lane});
+  if (!fut.empty()) Wake(lane, fut.top().key1);
   if (busy_[lane] >= 0) return;
   // A reload that is due and fits goes first: a backward waits for it. The
   // earliest micro-batch wins, then the earliest to arrive.
@@ -456,7 +454,7 @@ void ListScheduler::DispatchLink(int l, double t) {
   }
   // One wake-up per link and time (the link is looked at after every event).
   if (wake < kNever && !(t < wake_at_[l] && wake_at_[l] <= wake)) {
-    events_.push({wake, 1, lane});
+    Wake(lane, wake);
     wake_at_[l] = wake;
   }
   if (best) {
@@ -477,12 +475,17 @@ StatusOr<Schedule> ListScheduler::Run() {
   while (!events_.empty()) {
     const Event ev = events_.top();
     events_.pop();
-    if (ev.kind == 0) {
-      Finish(ev.id, ev.t);
-    } else if (ev.id < D_) {
-      DispatchDevice(ev.id, ev.t);
+    const double t = ev.t();
+    const int id = ev.id();
+    if (ev.kind() == Event::kOpEnds) {
+      Finish(id, t);
+      continue;
+    }
+    if (queued_[id] == t) queued_[id] = -1.0;
+    if (id < D_) {
+      DispatchDevice(id, t);
     } else {
-      DispatchLink(ev.id - D_, ev.t);
+      DispatchLink(id - D_, t);
     }
   }
   if (done_ < total_) {
