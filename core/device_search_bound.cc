@@ -334,25 +334,43 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
     if (stays > 0 && room >= stays)
       fit[s] = static_cast<int>(std::min<double>(M, std::floor(room / stays + 1e-9)));
   }
-  // With offload, what must be freed before the k-th F(s) starts, (k + 1) a -
-  // room, comes from backwards ended (at most a each) and offloads ended (at
-  // most the offloadable part each); the offloads run one at a time on the
-  // host link from the end of the first forward: the least start time at
-  // which both could have freed enough.
+  // With offload, what must be freed before the k-th F(u) starts, (k + 1) a_u -
+  // room, comes from backwards ended (at most a_u each) and offloads ended
+  // (at most the offloadable part each). The k-th F of every stage u <= s
+  // starts before the k-th F(s), so the offloads each of them needs have
+  // ended by then too; those of the stages on s's host link run one at a time
+  // on it, none before the end of their first forward. The k-th F(s) starts
+  // no earlier than the least time T by which the backwards ended by T and
+  // the link's offloads could have freed enough for all of them.
+  const std::vector<int> link_of = LinkOfDevice(p);
+  std::vector<std::vector<int>> mates(S);  // stages u <= s with offload on s's link
+  for (int s = 0; s < S; ++s) {
+    for (int u = 0; u <= s; ++u) {
+      if (link_of[p.stage_device[u]] == link_of[p.stage_device[s]] && p.offloadable[u] > 0)
+        mates[s].push_back(u);
+    }
+  }
   const auto freed_by = [&](int s, int k) {
-    const int d = p.stage_device[s];
-    const double a = p.activation[s], o = p.offloadable[s], t = (*p.offload)[s];
-    const double need = (k + 1) * a - ((*p.memory_limit)[d] - p.static_memory[d]);
-    const double eps = 1e-9 * std::max(1.0, need);
-    if (need <= eps) return 0.0;
-    const double first_end = rF[s][0] + p.f[s];
+    std::vector<double> times{0.0};  // candidate T: when some backward ends
+    double first_end = kInf;
+    for (int u : mates[s]) {
+      first_end = std::min(first_end, rF[u][0] + p.f[u]);
+      for (int j = 0; j < k; ++j) times.push_back(rB[u][j] + bdur(u));
+    }
     double best = kInf;
-    for (int nb = 0; nb <= k; ++nb) {  // backwards ended: the nb first
-      const double rest = need - nb * a;
-      const double offloads = rest > eps ? std::ceil(rest / o - 1e-9) : 0.0;
-      const double at = std::max(nb > 0 ? rB[s][nb - 1] + bdur(s) : 0.0,
-                                 offloads > 0 ? first_end + offloads * t : 0.0);
-      best = std::min(best, at);
+    for (double T : times) {
+      double link = 0;  // offload time the stages need by T
+      for (int u : mates[s]) {
+        const double a = p.activation[u];
+        const double need = (k + 1) * a - ((*p.memory_limit)[p.stage_device[u]] -
+                                           p.static_memory[p.stage_device[u]]);
+        const double eps = 1e-9 * std::max(1.0, std::abs(need));
+        int nb = 0;  // backwards of u ended by T (rB[u] rises with j)
+        while (nb < k && rB[u][nb] + bdur(u) <= T) ++nb;
+        const double rest = need - nb * a;
+        if (rest > eps) link += std::ceil(rest / p.offloadable[u] - 1e-9) * (*p.offload)[u];
+      }
+      best = std::min(best, std::max(T, link > 0 ? first_end + link : 0.0));
     }
     return best;
   };

@@ -14,12 +14,14 @@
 //    device's room holds at most c_s activations of stage s (counting what
 //    cannot go to the host), rF_s(k) >= rB_s(k - c_s) + b_s: the k-th F(s)
 //    waits for k - c_s + 1 backwards of s to end. With offload, what must
-//    be freed before the k-th F(s) starts, (k + 1) a_s - room, comes from
-//    backwards ended (at most a_s each) and offloads ended (at most the
-//    offloadable part each, one at a time on the link from the end of the
-//    first F(s)): rF_s(k) is at least the earliest time both could have
-//    freed that much. Through the recursions a device sees its neighbours'
-//    memory limits and host links too;
+//    be freed before the k-th F(u) starts, (k + 1) a_u - room, comes from
+//    backwards ended (at most a_u each) and offloads ended (at most the
+//    offloadable part each). The k-th F of each stage u <= s starts before
+//    the k-th F(s), and the offloads of the stages on one host link run one
+//    at a time on it: rF_s(k) is at least the earliest time by which the
+//    backwards and the link's offloads could have freed enough for every
+//    such u on s's link. Through the recursions a device sees its
+//    neighbours' memory limits and host links too;
 //  * the k-th backward to start, likewise from the backwards of stage s+1;
 //  * after the end of the k-th last backward, at least qB_s(k) of time:
 //    the backwards of the stages below and the device's own last ops;

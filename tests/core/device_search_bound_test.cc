@@ -100,6 +100,31 @@ TEST(DeviceSearchBound, ASlowLinkDelaysTheForwardsDownstream) {
   EXPECT_NEAR(testing::BruteForceOptimum(p, true), 12, 1e-9);
 }
 
+// By hand: offloads of devices that share a host link queue on it. Three
+// devices, unit F and fused B, room for one activation on devices 0 and 1,
+// offloads of 2. The second F(1) needs one activation of stage 1 gone (its B
+// ends at 5 at the earliest, its offload from the end of F(1,0) at 2 by 4),
+// and the second F(0) before it one of stage 0 (from 1 by 3). On separate
+// links F(1,1) may start at 4; on one link the two offloads end no earlier
+// than 1 + 2 + 2 = 5. Device 2 alone then runs F20 B20 from 2, F21 B21 from
+// 6 (5 apart) and the B chain of stages 1 and 0 after them: 10 (9 apart).
+// (Never above the optimum: NeverAboveTheBruteForceOptimum shares links too.)
+TEST(DeviceSearchBound, OffloadsOnASharedLinkQueue) {
+  const auto make = [](const std::string& links) {
+    return testing::MakeProblem(
+        R"("devices": 3, "microbatches": 2, "split_backward": false,
+           "stage_time": {"f": 1, "b": 1, "w": 0}, "offload_time": 2,
+           "memory": {"activation": [1, 1, 0], "limit": [1, 1, 10]}, "host_links": )" +
+        links);
+  };
+  const DeviceSearchBound shared = ComputeDeviceSearchBound(make("[[0, 1], [2]]"));
+  const DeviceSearchBound apart = ComputeDeviceSearchBound(make("[[0], [1], [2]]"));
+  ASSERT_EQ(shared.device_value.size(), 3u);
+  ASSERT_EQ(apart.device_value.size(), 3u);
+  EXPECT_NEAR(shared.device_value[2], 10, 1e-9);
+  EXPECT_NEAR(apart.device_value[2], 9, 1e-9);
+}
+
 // A search cut short (node budget or clock) still bounds, more weakly: it
 // reports the least bound of the nodes it left, never more than the finished
 // search proves, and says it was cut short.
