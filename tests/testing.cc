@@ -159,6 +159,10 @@ void ForEachSchedule(const Problem& p, bool offload,
   const int subsets = offload ? 1 << (S * M) : 1;
   const std::vector<int> link = LinkOfDevice(p);
   for (int mask = 0; mask < subsets; ++mask) {
+    // Offloading nothing frees nothing and only delays its B: never needed.
+    bool moves_nothing = false;
+    for (int a = 0; a < S * M; ++a) moves_nothing |= (mask >> a & 1) && p.offloadable[a / M] <= 0;
+    if (moves_nothing) continue;
     std::vector<std::vector<std::vector<Op>>> copy(p.host_links.size());
     std::vector<std::vector<Op>> ops(p.host_links.size());
     for (int s = 0; s < S; ++s) {

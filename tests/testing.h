@@ -29,7 +29,8 @@ Problem RandomProblem(std::mt19937& rng, int devices, int microbatches, int v = 
 // Calls fn(schedule) for every combination of per-device compute orders that
 // respect each (stage, micro-batch)'s own F -> B -> W order. With `offload`,
 // also every subset of offloaded activations and every order of its O/R ops per
-// host link that keeps each O before its R. Only for tiny problems.
+// host link that keeps each O before its R (activations whose offloadable
+// part is 0 stay: moving nothing only delays their B). Only for tiny problems.
 void ForEachSchedule(const Problem& p, bool offload,
                      const std::function<void(const Schedule&)>& fn);
 

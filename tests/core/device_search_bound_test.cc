@@ -83,7 +83,7 @@ TEST(DeviceSearchBound, RoomForOneActivationByHand) {
 }
 
 // By hand: a slow host link throttles the forwards that follow. Device 0
-// holds one activation and offloads in 3: F(0,1) waits until 4 (for O(0,0),
+// holds one activation (device 1, none) and offloads in 3: F(0,1) waits until 4 (for O(0,0),
 // 1-4, or for B(0,0), which ends at 4 after F10 B10), so device 1 cannot
 // start F(1,1) before 5, and its F11 B11 F12 B12 then end at 9, with B(0,2)
 // still to run: 10 for device 1 alone (8 if the link were ignored: F(1,1)
@@ -92,7 +92,7 @@ TEST(DeviceSearchBound, ASlowLinkDelaysTheForwardsDownstream) {
   const Problem p = testing::MakeProblem(
       R"("devices": 2, "microbatches": 3, "split_backward": false,
          "stage_time": {"f": 1, "b": 1, "w": 0}, "offload_time": 3,
-         "memory": {"activation": 1, "limit": [1, 10]})");
+         "memory": {"activation": [1, 0], "limit": [1, 10]})");
   const DeviceSearchBound sb = ComputeDeviceSearchBound(p);
   ASSERT_EQ(sb.device_value.size(), 2u);
   EXPECT_NEAR(sb.device_value[1], 10, 1e-9);
