@@ -93,6 +93,32 @@ Status Simulator::CheckStructure(const Schedule& s) {
   return OkStatus();
 }
 
+void Summarize(const Problem& p, SimResult& r) {
+  const int D = p.devices;
+  const OpSpace space = p.op_space();
+  double first = std::numeric_limits<double>::infinity(), last = -first;
+  std::vector<double> dfirst(D, first), dlast(D, last);
+  for (std::size_t i = 0; i < r.start.size(); ++i) {
+    if (std::isnan(r.start[i])) continue;
+    const int d = DeviceOf(p, space.At(static_cast<int>(i)));
+    first = std::min(first, r.start[i]);
+    last = std::max(last, r.end[i]);
+    dfirst[d] = std::min(dfirst[d], r.start[i]);
+    dlast[d] = std::max(dlast[d], r.end[i]);
+  }
+  r.makespan = last >= first ? last - first : 0.0;
+  r.span.assign(D, 0.0);
+  r.device_span = 0;
+  double busy = 0;
+  for (int d = 0; d < D; ++d) {
+    if (dlast[d] >= dfirst[d]) r.span[d] = dlast[d] - dfirst[d];
+    r.device_span = std::max(r.device_span, r.span[d]);
+    busy += r.busy[d];
+  }
+  r.objective = p.objective == Objective::kMakespan ? r.makespan : r.device_span;
+  r.bubble_ratio = r.makespan > 0 ? 1.0 - busy / (D * r.makespan) : 0.0;
+}
+
 StatusOr<SimResult> Simulator::Run(const Schedule& s) {
   if (Status st = CheckStructure(s); !st.ok()) return st;
   const Problem& p = *p_;
@@ -207,28 +233,9 @@ StatusOr<SimResult> Simulator::Run(const Schedule& s) {
     return Infeasible(describe_ ? DescribeDeadlock(s) : "the orders deadlock under memory.limit");
   }
 
-  double first = std::numeric_limits<double>::infinity(), last = -first;
-  std::vector<double> dfirst(D, first), dlast(D, last);
-  for (int i = 0; i < n; ++i) {
-    if (std::isnan(start_[i])) continue;
-    const int d = DeviceOf(p, space_.At(i));
-    first = std::min(first, start_[i]);
-    last = std::max(last, end_[i]);
-    dfirst[d] = std::min(dfirst[d], start_[i]);
-    dlast[d] = std::max(dlast[d], end_[i]);
-  }
-  res.makespan = total ? last - first : 0.0;
-  res.span.assign(D, 0.0);
-  double busy = 0;
-  for (int d = 0; d < D; ++d) {
-    if (dlast[d] >= dfirst[d]) res.span[d] = dlast[d] - dfirst[d];
-    res.device_span = std::max(res.device_span, res.span[d]);
-    busy += res.busy[d];
-  }
-  res.objective = p.objective == Objective::kMakespan ? res.makespan : res.device_span;
-  res.bubble_ratio = res.makespan > 0 ? 1.0 - busy / (D * res.makespan) : 0.0;
   res.start = start_;
   res.end = end_;
+  Summarize(p, res);
   return res;
 }
 

@@ -39,6 +39,11 @@ struct SimResult {
   double bubble_ratio = 0;
 };
 
+// Fills r's makespan, device_span, objective, span and bubble_ratio from its
+// start, end and busy, as Simulator::Run reports them (for an event loop that
+// times ops the simulator's way, such as the list scheduler).
+void Summarize(const Problem& p, SimResult& r);
+
 class Simulator {
  public:
   explicit Simulator(const Problem& p);  // keeps a pointer: keep `p` alive

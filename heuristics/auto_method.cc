@@ -122,8 +122,9 @@ class ListTuner {
       Tuned t = FromStart(start == 0 ? best : std::move(others[start - 1]));
       if (Better(t.sim, best.sim)) best = std::move(t);
     }
-    if (!Better(best.sim, bar)) return std::nullopt;
-    return Solution{std::move(best.schedule), std::move(best.sim)};
+    StatusOr<SimResult> sim = Simulate(p_, best.schedule);  // the simulator has the last word
+    if (!sim.ok() || !Better(*sim, bar)) return std::nullopt;
+    return Solution{std::move(best.schedule), std::move(*sim)};
   }
 
  private:
@@ -140,19 +141,23 @@ class ListTuner {
     o.choice = Choices(p_, o);
     return o;
   }
-  // Scores make(i) for i < n (counting evaluations); on the clock, a round
-  // cut short still counts (deterministic budgets finish it).
+  // Schedules make(i) for i < n in parallel (counting evaluations), scored
+  // by the times the list scheduler ran them at, which the simulator would
+  // replay (list_scheduler.h): only the setting Run keeps is simulated. On the
+  // clock, a round cut short still counts (deterministic budgets finish it).
   void Score(int n, const std::function<std::optional<ListOptions>(int)>& make) {
-    scorer_.Score(
-        n,
-        [&](int i) -> std::optional<Schedule> {
-          if (!opt_.max_evaluations && !GoOn()) return std::nullopt;
-          std::optional<ListOptions> o = make(i);
-          if (!o) return std::nullopt;
-          StatusOr<Schedule> s = ListSchedule(p_, *o);
-          return s.ok() ? std::optional<Schedule>(std::move(*s)) : std::nullopt;
-        },
-        cand_, score_);
+    cand_.assign(n, std::nullopt);
+    score_.assign(n, std::nullopt);
+    scorer_.ForEach(n, [&](int i) {
+      if (!opt_.max_evaluations && !GoOn()) return;
+      std::optional<ListOptions> o = make(i);
+      if (!o) return;
+      SimResult timing;
+      StatusOr<Schedule> s = ListSchedule(p_, *o, &timing);
+      if (!s.ok()) return;
+      cand_[i] = std::move(*s);
+      score_[i] = std::move(timing);
+    });
     for (int i = 0; i < n; ++i) *evaluations_ += cand_[i] ? 1 : 0;
   }
   // Up to `count` grid settings other than the best, best first, worse than
@@ -229,13 +234,13 @@ class ListTuner {
           }
         }
         ++*evaluations_;
-        StatusOr<Schedule> s = ListSchedule(p_, o);
-        StatusOr<SimResult> r = s.ok() ? Simulate(p_, *s) : StatusOr<SimResult>(s.status());
-        if (!r.ok()) {
+        SimResult timing;
+        StatusOr<Schedule> s = ListSchedule(p_, o, &timing);
+        if (!s.ok()) {
           ++failed;
           continue;
         }
-        cur = {std::move(o), std::move(*s), std::move(*r)};
+        cur = {std::move(o), std::move(*s), std::move(timing)};
         kicked = true;
       }
     }

@@ -43,7 +43,8 @@ class ListScheduler {
         D_(p.devices),
         link_(LinkOfDevice(p)) {}
 
-  StatusOr<Schedule> Run();
+  // `timing`, when given, gets the times the ops run at (see ListSchedule).
+  StatusOr<Schedule> Run(SimResult* timing);
 
  private:
   void Prepare();
@@ -137,6 +138,7 @@ class ListScheduler {
   const std::vector<double>* limit_ = nullptr;
 
   Schedule out_;
+  SimResult* timing_ = nullptr;  // start, end, busy and peak memory as ops run
   EventQueue events_;
   std::vector<double> queued_;    // per lane: a look for work queued for then (-1: none known)
   std::vector<int> pending_;      // unfinished predecessors per op
@@ -288,6 +290,12 @@ void ListScheduler::Start(int i, int lane, double t) {
   if (op.type == OpType::kB) {
     ++b_started_[op.stage];
     if (p_.offload) Wake(D_ + link_[d], t);  // a reload may now be due
+  }
+  if (timing_) {
+    timing_->start[i] = t;
+    timing_->end[i] = t + Duration(p_, op);
+    if (lane < D_) timing_->busy[d] += Duration(p_, op);
+    timing_->peak_memory[d] = std::max(timing_->peak_memory[d], mem_[d]);
   }
   const int key = op.stage * M_ + op.microbatch;
   if (op.type == OpType::kF) f_started_[key] = 1;
@@ -470,8 +478,15 @@ void ListScheduler::DispatchLink(int l, double t) {
   }
 }
 
-StatusOr<Schedule> ListScheduler::Run() {
+StatusOr<Schedule> ListScheduler::Run(SimResult* timing) {
   Prepare();
+  if ((timing_ = timing)) {
+    *timing = SimResult{};
+    timing->start.assign(sp_.size(), std::numeric_limits<double>::quiet_NaN());
+    timing->end = timing->start;
+    timing->busy.assign(D_, 0.0);
+    timing->peak_memory = p_.static_memory;
+  }
   while (!events_.empty()) {
     const Event ev = events_.top();
     events_.pop();
@@ -492,6 +507,7 @@ StatusOr<Schedule> ListScheduler::Run() {
     return Infeasible("list scheduling stalled under the memory limit (warm-up scale " +
                       std::to_string(opt_.warmup_scale) + ")");
   }
+  if (timing) Summarize(p_, *timing);
   return out_;
 }
 
@@ -531,8 +547,8 @@ std::vector<char> Choices(const Problem& p, const ListOptions& opt) {
   return choice;
 }
 
-StatusOr<Schedule> ListSchedule(const Problem& p, const ListOptions& opt) {
-  return ListScheduler(p, opt).Run();
+StatusOr<Schedule> ListSchedule(const Problem& p, const ListOptions& opt, SimResult* timing) {
+  return ListScheduler(p, opt).Run(timing);
 }
 
 }  // namespace optpipe

@@ -35,6 +35,7 @@
 
 #include "core/problem.h"
 #include "core/schedule.h"
+#include "core/simulator.h"
 #include "core/status.h"
 #include "heuristics/local_search.h"
 
@@ -76,8 +77,13 @@ std::vector<int> WarmupDepths(const Problem& p, const ListOptions& opt);
 // opt.choice, or else kKeep for keep_every's micro-batches on every stage.
 std::vector<char> Choices(const Problem& p, const ListOptions& opt);
 
-// kInfeasible when these options deadlock under the memory limit.
-StatusOr<Schedule> ListSchedule(const Problem& p, const ListOptions& opt);
+// kInfeasible when these options deadlock under the memory limit. With
+// `timing`, also the times the scheduler ran the ops at, summarised as the
+// simulator does: the schedule's holds make the simulator replay exactly
+// these (tests check it), so a search can rank candidates by them and
+// simulate only what it keeps.
+StatusOr<Schedule> ListSchedule(const Problem& p, const ListOptions& opt,
+                                SimResult* timing = nullptr);
 
 // The settings BuildList tries: warm-up scales, eager/lazy W, offload on/off
 // and reload look-ahead (only where they make a difference for `p`).

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <random>
 #include <vector>
 
 #include "core/checker.h"
@@ -246,6 +248,55 @@ TEST(ListScheduler, RandomProblemsWithLimitsAreValidOrInfeasible) {
     ++valid;
   }
   EXPECT_GE(valid, 50);
+}
+
+// The times the scheduler reports are the simulator's replay of its schedule,
+// op for op (with the holds it sets), and so are the summary and the peak
+// memory: random problems with and without limits, one and more chunks, V
+// placement, every setting of the grid.
+TEST(ListScheduler, ReportsTheTimesTheSimulatorReplays) {
+  std::mt19937 rng(13);
+  int compared = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    Problem p = testing::RandomProblem(rng, 2 + trial % 5, 4 + trial % 9, 1 + trial % 2,
+                                       trial % 3 != 0, trial % 2 == 0);
+    if (trial % 4 == 1)
+      p.placement = "vshape",
+      p.stage_device = *PlaceStages("vshape", p.devices, p.stages_per_device);
+    if (trial % 6 != 5) {  // room for 1.5 to 3 activations per stage
+      p.memory_limit.emplace();
+      for (int d = 0; d < p.devices; ++d) {
+        double one = 0;
+        for (int s = 0; s < p.stages(); ++s) one += p.stage_device[s] == d ? p.activation[s] : 0;
+        p.memory_limit->push_back(p.static_memory[d] + one * (1.5 + 0.5 * (trial % 4)));
+      }
+    }
+    for (const ListOptions& o : ListOptionGrid(p)) {
+      SimResult mine;
+      StatusOr<Schedule> s = ListSchedule(p, o, &mine);
+      if (!s.ok()) continue;
+      const SimResult sim = Timed(p, *s);
+      ASSERT_EQ(mine.start.size(), sim.start.size());
+      for (std::size_t i = 0; i < sim.start.size(); ++i) {
+        if (std::isnan(sim.start[i])) {
+          EXPECT_TRUE(std::isnan(mine.start[i]));
+          continue;
+        }
+        EXPECT_NEAR(mine.start[i], sim.start[i], 1e-9) << ToJson(p);
+        EXPECT_NEAR(mine.end[i], sim.end[i], 1e-9);
+      }
+      EXPECT_NEAR(mine.objective, sim.objective, 1e-9);
+      EXPECT_NEAR(mine.makespan, sim.makespan, 1e-9);
+      EXPECT_EQ(mine.span.size(), sim.span.size());
+      for (std::size_t d = 0; d < sim.span.size(); ++d) {
+        EXPECT_NEAR(mine.span[d], sim.span[d], 1e-9);
+        EXPECT_NEAR(mine.peak_memory[d], sim.peak_memory[d], 1e-9);
+        EXPECT_NEAR(mine.busy[d], sim.busy[d], 1e-9);
+      }
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 200);
 }
 
 TEST(ListScheduler, IsDeterministic) {
