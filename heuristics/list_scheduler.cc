@@ -480,7 +480,8 @@ void ListScheduler::DispatchLink(int l, double t) {
 
 StatusOr<Schedule> ListScheduler::Run(SimResult* timing) {
   Prepare();
-  if ((timing_ = timing)) {
+  timing_ = timing;
+  if (timing) {
     *timing = SimResult{};
     timing->start.assign(sp_.size(), std::numeric_limits<double>::quiet_NaN());
     timing->end = timing->start;
