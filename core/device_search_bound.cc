@@ -352,22 +352,23 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
   }
   const auto freed_by = [&](int s, int k) {
     std::vector<double> times{0.0};  // candidate T: when some backward ends
+    std::vector<double> need;        // per mate: what must be freed before its k-th F
     double first_end = kInf;
     for (int u : mates[s]) {
       first_end = std::min(first_end, rF[u][0] + p.f[u]);
       for (int j = 0; j < k; ++j) times.push_back(rB[u][j] + bdur(u));
+      const int d = p.stage_device[u];
+      need.push_back((k + 1) * p.activation[u] - ((*p.memory_limit)[d] - p.static_memory[d]));
     }
     double best = kInf;
     for (double T : times) {
       double link = 0;  // offload time the stages need by T
-      for (int u : mates[s]) {
-        const double a = p.activation[u];
-        const double need = (k + 1) * a - ((*p.memory_limit)[p.stage_device[u]] -
-                                           p.static_memory[p.stage_device[u]]);
-        const double eps = 1e-9 * std::max(1.0, std::abs(need));
+      for (std::size_t i = 0; i < mates[s].size(); ++i) {
+        const int u = mates[s][i];
+        const double eps = 1e-9 * std::max(1.0, std::abs(need[i]));
         int nb = 0;  // backwards of u ended by T (rB[u] rises with j)
         while (nb < k && rB[u][nb] + bdur(u) <= T) ++nb;
-        const double rest = need - nb * a;
+        const double rest = need[i] - nb * p.activation[u];
         if (rest > eps) link += std::ceil(rest / p.offloadable[u] - 1e-9) * (*p.offload)[u];
       }
       best = std::min(best, std::max(T, link > 0 ? first_end + link : 0.0));

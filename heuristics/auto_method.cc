@@ -107,7 +107,7 @@ class ListTuner {
         evaluations_(evaluations),
         t0_(std::chrono::steady_clock::now()),
         rng_(opt.seed),
-        scorer_(p, opt.threads) {}
+        arena_(opt.threads > 0 ? opt.threads : tbb::task_arena::automatic) {}
 
   // The best setting found from `base`; nullopt when it never beats `bar`.
   std::optional<Solution> Run(const ListChoice& base, const SimResult& bar) {
@@ -148,15 +148,17 @@ class ListTuner {
   void Score(int n, const std::function<std::optional<ListOptions>(int)>& make) {
     cand_.assign(n, std::nullopt);
     score_.assign(n, std::nullopt);
-    scorer_.ForEach(n, [&](int i) {
-      if (!opt_.max_evaluations && !GoOn()) return;
-      std::optional<ListOptions> o = make(i);
-      if (!o) return;
-      SimResult timing;
-      StatusOr<Schedule> s = ListSchedule(p_, *o, &timing);
-      if (!s.ok()) return;
-      cand_[i] = std::move(*s);
-      score_[i] = std::move(timing);
+    arena_.execute([&] {
+      tbb::parallel_for(0, n, [&](int i) {
+        if (!opt_.max_evaluations && !GoOn()) return;
+        std::optional<ListOptions> o = make(i);
+        if (!o) return;
+        SimResult timing;
+        StatusOr<Schedule> s = ListSchedule(p_, *o, &timing);
+        if (!s.ok()) return;
+        cand_[i] = std::move(*s);
+        score_[i] = std::move(timing);
+      });
     });
     for (int i = 0; i < n; ++i) *evaluations_ += cand_[i] ? 1 : 0;
   }
@@ -254,7 +256,7 @@ class ListTuner {
   std::int64_t* evaluations_;
   const std::chrono::steady_clock::time_point t0_;
   std::mt19937_64 rng_;
-  Scorer scorer_;
+  tbb::task_arena arena_;
   std::vector<std::optional<Schedule>> cand_;
   std::vector<std::optional<SimResult>> score_;
 };

@@ -213,10 +213,6 @@ void Scorer::Score(int n, const std::function<std::optional<Schedule>(int)>& mak
   });
 }
 
-void Scorer::ForEach(int n, const std::function<void(int)>& fn) {
-  arena_.execute([&] { tbb::parallel_for(0, n, fn); });
-}
-
 const char* ToString(SearchStop s) {
   switch (s) {
     case SearchStop::kBound:

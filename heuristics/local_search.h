@@ -76,8 +76,6 @@ class Scorer {
   void Score(int n, const std::function<std::optional<Schedule>(int)>& make,
              std::vector<std::optional<Schedule>>& cand,
              std::vector<std::optional<SimResult>>& score);
-  // fn(i) for i in [0, n), in parallel on the same threads.
-  void ForEach(int n, const std::function<void(int)>& fn);
 
  private:
   tbb::task_arena arena_;
