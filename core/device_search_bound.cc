@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <unordered_map>
 
 #include "core/lower_bound.h"
@@ -14,30 +15,46 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kMaxMicrobatches = 24;  // the search's keys hold one bit per forward
 
-// One device holding one stage, with the rest of the pipeline as release
-// times and tails (see the header).
-struct Relaxed {
-  int M = 0;
+// One stage of the device, with the rest of the pipeline as release times
+// and tails (see the header).
+struct Lane {
   double f = 0, b = 0, w = 0;  // b: B's duration (b + w when fused); w: 0 when fused
   double gap = 0;              // least time from F(s,m)'s end to B(s,m)'s start
-  double a = 0, freed_b = 0, o = 0, t = 0, room = kInf;
-  bool split = true, offload = false;
+  double a = 0, freed_b = 0, o = 0, t = 0;
+  bool offload = false;
   std::vector<double> rF, rB, qB;  // [M] k-th earliest F / B start; after the k-th last B's end
+  // To the lane of the device's previous stage (lane 0: none): the k-th F of
+  // this lane starts at least df after the k-th of that lane ends, and the
+  // k-th B of that lane at least db after the k-th of this lane ends (the
+  // stages between run on other devices).
+  double df = 0, db = 0;
 };
 
-// Where the search stands: how many of each op are placed (kept activations
-// B'd in F order, offloaded ones copied and B'd in F order, W in B order) and
+// One device: its stages in pipeline order, sharing compute, link and room.
+struct Relaxed {
+  int M = 0;
+  bool split = true;
+  double room = kInf;
+  std::vector<Lane> lanes;
+};
+
+// Where a lane stands: how many of each op are placed (kept activations B'd
+// in F order, offloaded ones copied and B'd in F order, W in B order) and
 // when they end.
-struct State {
+struct LaneState {
   int nF = 0, nO = 0, nR = 0, nBk = 0, nBo = 0, nW = 0;
   std::vector<char> off;           // per F placed: offloaded
   std::vector<int> kept, offl;     // activations of each class, in F order
   std::vector<double> fend;        // per activation
   std::vector<double> oend, rend;  // per offloaded activation, in class order
   std::vector<double> bend, wend;  // per B (W) in B order
-  double t = 0, cf = 0, lf = 0;    // last start, compute and link free
-  double obj = 0;                  // least makespan of what is placed
   int nB() const { return nBk + nBo; }
+};
+
+struct State {
+  std::vector<LaneState> l;
+  double t = 0, cf = 0, lf = 0;  // last start, compute and link free
+  double obj = 0;                // least makespan of what is placed
 };
 
 class Search {
@@ -46,7 +63,9 @@ class Search {
   // `deadline`, whichever comes first.
   Search(const Relaxed& r, std::int64_t max_nodes, std::chrono::steady_clock::time_point deadline)
       : r_(r), max_nodes_(max_nodes), deadline_(deadline) {
-    tol_ = 1e-9 * std::max(1.0, r.rF.back() + r.b + r.qB.back());
+    double span = 1.0;
+    for (const Lane& ln : r.lanes) span = std::max(span, ln.rF.back() + ln.b + ln.qB.back());
+    tol_ = 1e-9 * span;
   }
 
   // The relaxation's least makespan, or a lower bound on it when the budget
@@ -58,7 +77,8 @@ class Search {
   // above the proven bound; after one is cut short, half as far (each probe
   // may take half of the nodes left).
   double Run() {
-    const double root = NodeBound(State{});
+    const State root_state = Root();
+    const double root = NodeBound(root_state);
     double lo = root;
     double step = std::max(1e-2 * lo, 1e3 * tol_);
     while (true) {
@@ -71,7 +91,7 @@ class Search {
       cut_short_ = false;
       memo_.clear();
       stored_ = 0;
-      Dfs(State{});
+      Dfs(root_state);
       if (!cut_short_) {
         // The least makespan (infinity: none) when it ran to its end below the target.
         if (best_ < target || target == kInf) return best_;
@@ -90,13 +110,22 @@ class Search {
   std::int64_t nodes() const { return nodes_; }
 
  private:
+  State Root() const {
+    State s;
+    s.l.resize(r_.lanes.size());
+    return s;
+  }
   // Memory resident at x >= s.t: every allocation has started by then.
   double Used(const State& s, double x) const {
-    const Relaxed& r = r_;
-    double used = s.nF * r.a + s.nR * r.o;
-    for (int i = 0; i < s.nO; ++i) used -= s.oend[i] <= x ? r.o : 0.0;
-    for (int j = 0; j < s.nB(); ++j) used -= s.bend[j] <= x ? r.freed_b : 0.0;
-    for (int j = 0; j < s.nW; ++j) used -= s.wend[j] <= x ? r.a - r.freed_b : 0.0;
+    double used = 0;
+    for (std::size_t i = 0; i < r_.lanes.size(); ++i) {
+      const Lane& ln = r_.lanes[i];
+      const LaneState& q = s.l[i];
+      used += q.nF * ln.a + q.nR * ln.o;
+      for (int j = 0; j < q.nO; ++j) used -= q.oend[j] <= x ? ln.o : 0.0;
+      for (int j = 0; j < q.nB(); ++j) used -= q.bend[j] <= x ? ln.freed_b : 0.0;
+      for (int j = 0; j < q.nW; ++j) used -= q.wend[j] <= x ? ln.a - ln.freed_b : 0.0;
+    }
     return used;
   }
   // The earliest start >= x at which `amount` more fits; what is resident
@@ -104,9 +133,11 @@ class Search {
   double Fits(const State& s, double x, double amount) const {
     if (Used(s, x) + amount <= r_.room + tol_) return x;
     std::vector<double> times;
-    for (int i = 0; i < s.nO; ++i) times.push_back(s.oend[i]);
-    for (int j = 0; j < s.nB(); ++j) times.push_back(s.bend[j]);
-    for (int j = 0; j < s.nW; ++j) times.push_back(s.wend[j]);
+    for (const LaneState& q : s.l) {
+      times.insert(times.end(), q.oend.begin(), q.oend.end());
+      times.insert(times.end(), q.bend.begin(), q.bend.end());
+      times.insert(times.end(), q.wend.begin(), q.wend.end());
+    }
     std::sort(times.begin(), times.end());
     for (double y : times) {
       if (y > x && Used(s, y) + amount <= r_.room + tol_) return y;
@@ -114,53 +145,76 @@ class Search {
     return kInf;
   }
 
+  bool Done(const State& s) const {
+    for (const LaneState& q : s.l) {
+      if (q.nF < r_.M || q.nB() < r_.M || (r_.split && q.nW < r_.M)) return false;
+    }
+    return true;
+  }
+
   // The least makespan of any completion of s (never above the true one).
   double NodeBound(const State& s) const {
-    const Relaxed& r = r_;
-    const int M = r.M;
+    const int M = r_.M;
     const double c0 = std::max(s.cf, s.t);
     double lb = s.obj;
-    const double work = (M - s.nF) * r.f + (M - s.nB()) * r.b + (M - s.nW) * r.w;
-    lb = std::max(lb, c0 + work + (!r.split && s.nB() < M ? r.qB[0] : 0.0));
-    // The forwards still to run, one after another from their releases.
-    double x = c0;
-    for (int k = s.nF; k < M; ++k) x = std::max(x, r.rF[k]) + r.f;
-    if (s.nF < M) lb = std::max(lb, x + r.gap + r.b + r.qB[0]);
-    // The copies still owed by the offloaded activations.
-    const int n_off = static_cast<int>(s.offl.size());
-    const double copies = (n_off - s.nO + n_off - s.nR) * r.t;
-    if (s.nR < n_off) lb = std::max(lb, std::max(s.lf, s.t) + copies + r.b + r.qB[0]);
-    // Every placed activation still waiting for its B.
-    for (int i = s.nBk; i < static_cast<int>(s.kept.size()); ++i)
-      lb = std::max(lb, s.fend[s.kept[i]] + r.gap + r.b + r.qB[0]);
+    double work = 0, copies = 0;
+    double last_b = kInf, last_r = kInf;  // least tail after a lane's last B / R still to run
+    for (std::size_t i = 0; i < r_.lanes.size(); ++i) {
+      const Lane& ln = r_.lanes[i];
+      const LaneState& q = s.l[i];
+      work += (M - q.nF) * ln.f + (M - q.nB()) * ln.b + (M - q.nW) * ln.w;
+      if (q.nB() < M) last_b = std::min(last_b, ln.qB[0]);
+      // The forwards still to run, one after another from their releases.
+      double x = c0;
+      for (int k = q.nF; k < M; ++k) x = std::max(x, ln.rF[k]) + ln.f;
+      if (q.nF < M) lb = std::max(lb, x + ln.gap + ln.b + ln.qB[0]);
+      // The copies still owed by the offloaded activations.
+      const int n_off = static_cast<int>(q.offl.size());
+      copies += (n_off - q.nO + n_off - q.nR) * ln.t;
+      if (q.nR < n_off) last_r = std::min(last_r, ln.b + ln.qB[0]);
+      // Every placed activation still waiting for its B.
+      for (int j = q.nBk; j < static_cast<int>(q.kept.size()); ++j)
+        lb = std::max(lb, q.fend[q.kept[j]] + ln.gap + ln.b + ln.qB[0]);
+    }
+    lb = std::max(lb, c0 + work + (!r_.split && last_b < kInf ? last_b : 0.0));
+    if (last_r < kInf) lb = std::max(lb, std::max(s.lf, s.t) + copies + last_r);
     return lb;
   }
 
-  // Exact (no two states share a key): six counts of at most 24 in base 33
-  // take 31 bits, the offload choice of at most 24 forwards the low 24.
-  std::uint64_t Key(const State& s) const {
-    std::uint64_t k = 0;
-    for (int v : {s.nF, s.nO, s.nR, s.nBk, s.nBo, s.nW}) k = k * 33 + static_cast<std::uint64_t>(v);
-    std::uint64_t mask = 0;
-    for (int i = 0; i < s.nF; ++i) mask |= static_cast<std::uint64_t>(s.off[i]) << i;
-    return k << kMaxMicrobatches | mask;
+  // Exact (no two states share a key): per lane six counts of at most 24 and
+  // the offload choice of at most 24 forwards.
+  std::string Key(const State& s) const {
+    std::string k;
+    for (const LaneState& q : s.l) {
+      for (int v : {q.nF, q.nO, q.nR, q.nBk, q.nBo, q.nW}) k.push_back(static_cast<char>(v));
+      std::uint32_t mask = 0;
+      for (int i = 0; i < q.nF; ++i) mask |= static_cast<std::uint32_t>(q.off[i]) << i;
+      for (int byte = 0; byte < 3; ++byte) k.push_back(static_cast<char>(mask >> (8 * byte)));
+    }
+    return k;
   }
   // What a completion of s depends on. Ops yet to place start no earlier than
-  // s.t, so a time before it counts as s.t, except a forward's end: its
-  // backward may start at fend + gap, so it counts from s.t - gap on.
+  // s.t, so a time before it counts as s.t, except where a later op may start
+  // a delay after it: a forward's end (its backward, fend + gap, and the next
+  // lane's forward, + df) and a backward's end (the previous lane's, + db).
   std::vector<double> Times(const State& s) const {
     std::vector<double> v = {s.t, s.obj, std::max(s.cf, s.t), std::max(s.lf, s.t)};
-    for (double x : s.fend) v.push_back(std::max(x, s.t - r_.gap));
-    for (const auto* arr : {&s.oend, &s.rend, &s.bend, &s.wend}) {
-      for (double x : *arr) v.push_back(std::max(x, s.t));
+    for (std::size_t i = 0; i < r_.lanes.size(); ++i) {
+      const Lane& ln = r_.lanes[i];
+      const LaneState& q = s.l[i];
+      const double df = i + 1 < r_.lanes.size() ? r_.lanes[i + 1].df : 0.0;
+      for (double x : q.fend) v.push_back(std::max(x, s.t - std::max(ln.gap, df)));
+      for (double x : q.bend) v.push_back(std::max(x, s.t - ln.db));
+      for (const auto* arr : {&q.oend, &q.rend, &q.wend}) {
+        for (double x : *arr) v.push_back(std::max(x, s.t));
+      }
     }
     return v;
   }
   // True when a visited state with the same counts is no later anywhere.
   bool Dominated(const State& s) {
-    const std::uint64_t key = Key(s);
     std::vector<double> v = Times(s);
-    auto& seen = memo_[key];
+    auto& seen = memo_[Key(s)];
     for (const std::vector<double>& u : seen) {
       bool all = true;
       for (std::size_t i = 0; i < v.size() && all; ++i) all = u[i] <= v[i] + tol_;
@@ -182,83 +236,95 @@ class Search {
   enum class Kind { kFKept, kFOff, kO, kR, kBKept, kBOff, kW };
   struct Move {
     Kind kind;
+    int lane;
     double start;
   };
 
   std::vector<Move> Moves(const State& s) const {
-    const Relaxed& r = r_;
-    const int M = r.M;
+    const int M = r_.M, V = static_cast<int>(r_.lanes.size());
     std::vector<Move> out;
     const double c0 = std::max(s.t, s.cf), l0 = std::max(s.t, s.lf);
-    if (s.nF < M) {
-      const double x = Fits(s, std::max(c0, r.rF[s.nF]), r.a);
-      if (x < kInf) {
-        out.push_back({Kind::kFKept, x});
-        if (r.offload) out.push_back({Kind::kFOff, x});
+    for (int i = 0; i < V; ++i) {
+      const Lane& ln = r_.lanes[i];
+      const LaneState& q = s.l[i];
+      // The k-th F waits for the previous lane's k-th, the k-th B for the next lane's.
+      if (q.nF < M && (i == 0 || s.l[i - 1].nF > q.nF)) {
+        double x = std::max(c0, ln.rF[q.nF]);
+        if (i > 0) x = std::max(x, s.l[i - 1].fend[q.nF] + ln.df);
+        x = Fits(s, x, ln.a);
+        if (x < kInf) {
+          out.push_back({Kind::kFKept, i, x});
+          if (ln.offload) out.push_back({Kind::kFOff, i, x});
+        }
       }
+      const int n_off = static_cast<int>(q.offl.size());
+      if (q.nO < n_off) out.push_back({Kind::kO, i, std::max(l0, q.fend[q.offl[q.nO]])});
+      if (q.nR < q.nO) {
+        const double x = Fits(s, std::max(l0, q.oend[q.nR]), ln.o);
+        if (x < kInf) out.push_back({Kind::kR, i, x});
+      }
+      const int k = q.nB();
+      if (k < M && (i + 1 == V || s.l[i + 1].nB() > k)) {
+        double rb = std::max(c0, ln.rB[k]);
+        if (i + 1 < V) rb = std::max(rb, s.l[i + 1].bend[k] + r_.lanes[i + 1].db);
+        if (q.nBk < static_cast<int>(q.kept.size()))
+          out.push_back({Kind::kBKept, i, std::max(rb, q.fend[q.kept[q.nBk]] + ln.gap)});
+        if (q.nBo < q.nR) {
+          const int m = q.offl[q.nBo];
+          out.push_back({Kind::kBOff, i, std::max({rb, q.fend[m] + ln.gap, q.rend[q.nBo]})});
+        }
+      }
+      if (r_.split && q.nW < k) out.push_back({Kind::kW, i, std::max(c0, q.bend[q.nW])});
     }
-    const int n_off = static_cast<int>(s.offl.size());
-    if (s.nO < n_off) out.push_back({Kind::kO, std::max(l0, s.fend[s.offl[s.nO]])});
-    if (s.nR < s.nO) {
-      const double x = Fits(s, std::max(l0, s.oend[s.nR]), r.o);
-      if (x < kInf) out.push_back({Kind::kR, x});
-    }
-    const double rb = std::max(c0, r.rB[s.nB()]);
-    if (s.nB() < M && s.nBk < static_cast<int>(s.kept.size()))
-      out.push_back({Kind::kBKept, std::max(rb, s.fend[s.kept[s.nBk]] + r.gap)});
-    if (s.nB() < M && s.nBo < s.nR) {
-      const int k = s.offl[s.nBo];
-      out.push_back({Kind::kBOff, std::max({rb, s.fend[k] + r.gap, s.rend[s.nBo]})});
-    }
-    if (r.split && s.nW < s.nB()) out.push_back({Kind::kW, std::max(c0, s.bend[s.nW])});
     std::stable_sort(out.begin(), out.end(),
                      [](const Move& x, const Move& y) { return x.start < y.start; });
     return out;
   }
 
   State Apply(const State& s, const Move& mv) const {
-    const Relaxed& r = r_;
+    const Lane& ln = r_.lanes[mv.lane];
     State n = s;
+    LaneState& q = n.l[mv.lane];
     n.t = mv.start;
-    const double tail0 = r.b + r.qB[0];
+    const double tail0 = ln.b + ln.qB[0];
     switch (mv.kind) {
       case Kind::kFKept:
       case Kind::kFOff: {
-        const double end = mv.start + r.f;
-        const int k = n.nF++;
+        const double end = mv.start + ln.f;
+        const int k = q.nF++;
         const bool off = mv.kind == Kind::kFOff;
-        n.off.push_back(off);
-        n.fend.push_back(end);
-        (off ? n.offl : n.kept).push_back(k);
+        q.off.push_back(off);
+        q.fend.push_back(end);
+        (off ? q.offl : q.kept).push_back(k);
         n.cf = end;
-        n.obj = std::max(n.obj, end + std::max(r.gap, off ? 2 * r.t : 0.0) + tail0);
+        n.obj = std::max(n.obj, end + std::max(ln.gap, off ? 2 * ln.t : 0.0) + tail0);
         break;
       }
       case Kind::kO:
-        n.oend.push_back(mv.start + r.t);
-        ++n.nO;
-        n.lf = mv.start + r.t;
-        n.obj = std::max(n.obj, n.lf + r.t + tail0);
+        q.oend.push_back(mv.start + ln.t);
+        ++q.nO;
+        n.lf = mv.start + ln.t;
+        n.obj = std::max(n.obj, n.lf + ln.t + tail0);
         break;
       case Kind::kR:
-        n.rend.push_back(mv.start + r.t);
-        ++n.nR;
-        n.lf = mv.start + r.t;
+        q.rend.push_back(mv.start + ln.t);
+        ++q.nR;
+        n.lf = mv.start + ln.t;
         n.obj = std::max(n.obj, n.lf + tail0);
         break;
       case Kind::kBKept:
       case Kind::kBOff: {
-        const double end = mv.start + r.b;
-        n.obj = std::max(n.obj, end + r.qB[r.M - 1 - n.nB()]);
-        n.bend.push_back(end);
-        ++(mv.kind == Kind::kBKept ? n.nBk : n.nBo);
+        const double end = mv.start + ln.b;
+        n.obj = std::max(n.obj, end + ln.qB[r_.M - 1 - q.nB()]);
+        q.bend.push_back(end);
+        ++(mv.kind == Kind::kBKept ? q.nBk : q.nBo);
         n.cf = end;
         break;
       }
       case Kind::kW:
-        n.wend.push_back(mv.start + r.w);
-        ++n.nW;
-        n.cf = mv.start + r.w;
+        q.wend.push_back(mv.start + ln.w);
+        ++q.nW;
+        n.cf = mv.start + ln.w;
         n.obj = std::max(n.obj, n.cf);
         break;
     }
@@ -270,8 +336,7 @@ class Search {
       open_min_ = std::min(open_min_, NodeBound(s));
       return;
     }
-    const int M = r_.M;
-    if (s.nF == M && s.nB() == M && (!r_.split || s.nW == M)) {
+    if (Done(s)) {
       best_ = std::min(best_, s.obj);
       return;
     }
@@ -305,7 +370,7 @@ class Search {
   std::int64_t nodes_ = 0, stored_ = 0;
   double tol_ = 0;
   double best_ = kInf, open_min_ = kInf;
-  std::unordered_map<std::uint64_t, std::vector<std::vector<double>>> memo_;
+  std::unordered_map<std::string, std::vector<std::vector<double>>> memo_;
 };
 
 }  // namespace
@@ -404,32 +469,42 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(std::max(0.0, opt.time_limit_s)));
   for (int d = 0; d < D; ++d) {
-    int stage = -1, count = 0;
-    for (int s = 0; s < S; ++s) {
-      if (p.stage_device[s] == d) {
-        stage = s;
-        ++count;
-      }
-    }
-    if (count != 1) continue;
-    const int s = stage;
     Relaxed r;
     r.M = M;
-    r.f = p.f[s];
-    r.b = bdur(s);
     r.split = p.split_backward;
-    r.w = r.split ? p.w[s] : 0.0;
-    r.gap = gap[s];
-    r.a = p.activation[s];
-    r.freed_b = r.split ? p.freed_by_b[s] : r.a;
     if (p.memory_limit) r.room = (*p.memory_limit)[d] - p.static_memory[d];
-    r.offload = p.offload_allowed() && p.memory_limit && p.offloadable[s] > 0;
-    r.o = r.offload ? p.offloadable[s] : 0.0;
-    r.t = r.offload ? (*p.offload)[s] : 0.0;
-    r.rF = rF[s];
-    r.rB = rB[s];
-    r.qB = qB[s];
-    Search search(r, opt.max_nodes_per_device, deadline);
+    int prev = -1;  // the device's previous stage
+    for (int s = 0; s < S; ++s) {
+      if (p.stage_device[s] != d) continue;
+      Lane ln;
+      ln.f = p.f[s];
+      ln.b = bdur(s);
+      ln.w = r.split ? p.w[s] : 0.0;
+      ln.gap = gap[s];
+      ln.a = p.activation[s];
+      ln.freed_b = r.split ? p.freed_by_b[s] : ln.a;
+      ln.offload = p.offload_allowed() && p.memory_limit && p.offloadable[s] > 0;
+      ln.o = ln.offload ? p.offloadable[s] : 0.0;
+      ln.t = ln.offload ? (*p.offload)[s] : 0.0;
+      ln.rF = rF[s];
+      ln.rB = rB[s];
+      ln.qB = qB[s];
+      if (prev >= 0) {
+        ln.df = CommTime(p, prev);
+        ln.db = CommTime(p, prev);
+        for (int u = prev + 1; u < s; ++u) {
+          ln.df += p.f[u] + CommTime(p, u);
+          ln.db += bdur(u) + CommTime(p, u);
+        }
+      }
+      r.lanes.push_back(std::move(ln));
+      prev = s;
+    }
+    if (r.lanes.empty()) continue;
+    // An equal share of the time left to each device still to search.
+    const auto now = std::chrono::steady_clock::now();
+    const auto share = now + (std::max(deadline, now) - now) / (D - d);
+    Search search(r, opt.max_nodes_per_device, share);
     const double v = search.Run();
     out.nodes += search.nodes();
     out.finished = out.finished && search.finished();

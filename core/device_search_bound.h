@@ -3,7 +3,7 @@
 // ComputeLowerBound (core/lower_bound.h) where a device is both busy and
 // short of memory, and too costly to run on every call of it.
 //
-// A device that holds one stage s runs M forwards, backwards (and weight
+// A device runs, for each stage s it holds, M forwards, backwards (and weight
 // gradients) and, with offload, copies on its host link. The relaxation keeps
 // only that device and its own link (other devices' copies are dropped), and
 // replaces the rest of the pipeline by bounds on when its ops may run, with
@@ -26,14 +26,19 @@
 //  * after the end of the k-th last backward, at least qB_s(k) of time:
 //    the backwards of the stages below and the device's own last ops;
 //  * B(s,m) starts at least ForwardToBackward(s) after F(s,m) ends;
+//  * between two stages s < s' the device holds next in pipeline order (the
+//    stages between on other devices), the k-th F(s') starts at least their
+//    forwards' time after the k-th F(s) ends, and the k-th B(s) at least
+//    their backwards' time after the k-th B(s') ends;
 //  * memory as in FORMAT.md: F allocates the activation at its start, O frees
 //    the offloadable part at its end, R brings it back at its start, B and W
 //    free at their ends; at most limit - static at any instant.
-// The micro-batches of the relaxation differ only by position, so the kept
-// activations may be taken in forward order for their backwards, the
-// offloaded ones likewise for their copies and backwards, and the weight
-// gradients in backward order (each swap keeps every count of resident
-// memory and every precedence). The search places the ops in order of start
+// The micro-batches of the relaxation differ only by position, so in each
+// stage the kept activations may be taken in forward order for their
+// backwards, the offloaded ones likewise for their copies and backwards, and
+// the weight gradients in backward order (each swap keeps every count of
+// resident memory and every precedence, those between stages being on
+// counts). The search places the ops in order of start
 // time, each as early as its lane, its predecessors and memory allow; states
 // whose times are all no earlier than a visited state's with the same counts
 // are pruned. It probes upward from the bound of the empty state: a probe at
@@ -41,8 +46,9 @@
 // none, the least makespan when it finds some). The least makespan of the
 // relaxation is a lower bound on the problem's; a search cut short by its
 // budget reports the best bound it proved or the least bound of the nodes it
-// left (cost: about 2 us a node; 4x8 problems finish in < 1 s, at
-// 8x24 with offload the budget binds).
+// left (cost: about 2 us a node; 4x8 problems with one stage a device finish
+// in < 1 s; at 8x24 with offload, and with two stages a device from 4x8 on,
+// the budget binds).
 //
 //   DeviceSearchOptions opt;
 //   double lb = ComputeDeviceSearchBound(problem, opt).value;  // 0 if nothing applies
@@ -57,22 +63,22 @@ namespace optpipe {
 
 struct DeviceSearchOptions {
   // Search nodes per device (a deterministic budget), and wall-clock seconds
-  // for the whole call. A search cut short still bounds: the least node bound
-  // it left unexplored (weaker than the finished search's).
+  // for the whole call, an equal share of what is left to each device still
+  // to search. A search cut short still bounds: the least node bound it left
+  // unexplored (weaker than the finished search's).
   std::int64_t max_nodes_per_device = 1'000'000;
   double time_limit_s = 2.0;
 };
 
 struct DeviceSearchBound {
-  double value = 0;  // max over devices of device_value
-  std::vector<double>
-      device_value;        // [D] the relaxation's optimum (or a bound on it), 0 if skipped
-  std::int64_t nodes = 0;  // search nodes over all devices
-  bool finished = true;    // every search ran to its end (else the budget bound it)
+  double value = 0;                  // max over devices of device_value
+  std::vector<double> device_value;  // [D] the relaxation's optimum (or a bound on it)
+  std::int64_t nodes = 0;            // search nodes over all devices
+  bool finished = true;              // every search ran to its end (else the budget bound it)
 };
 
-// Makespan objective under a memory limit, at most 24 micro-batches; devices
-// with more than one stage are skipped (0 where nothing applies).
+// Makespan objective under a memory limit, at most 24 micro-batches (0 where
+// nothing applies).
 DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchOptions& opt = {});
 
 // The best lower bound core proves: ComputeLowerBound's and this search's.

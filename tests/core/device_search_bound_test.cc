@@ -55,6 +55,36 @@ TEST(DeviceSearchBound, NeverAboveTheBruteForceOptimum) {
   EXPECT_GE(tight, 16);
 }
 
+// Devices holding two stages (interleaved and V placement) under limits with
+// room for 3/4 to 5/4 of one micro-batch's activations of the device, small
+// enough for brute force: two devices and one micro-batch, with and without
+// offload, or one device and two micro-batches, fused, without. The search bound never exceeds the
+// optimum, and it is above the core bound on some.
+TEST(DeviceSearchBound, TwoStagesADeviceNeverAboveTheBruteForceOptimum) {
+  std::mt19937 rng(31);
+  int above_core = 0, tried = 0;
+  for (int trial = 0; trial < 48; ++trial) {
+    const bool wide = trial % 4 != 3;
+    const bool offload = wide && trial % 2 == 1;
+    const bool split = wide && trial % 8 < 4;
+    const int devices = wide ? 2 : 1;
+    Problem p = testing::RandomProblem(rng, devices, wide ? 1 : 2, 2, split, offload);
+    if (trial % 3 == 0) p.stage_device = *PlaceStages("vshape", devices, 2);
+    p.memory_limit = p.static_memory;
+    for (int s = 0; s < p.stages(); ++s)
+      (*p.memory_limit)[p.stage_device[s]] += p.activation[s] * (0.75 + 0.25 * (trial % 3));
+    const double opt = testing::BruteForceOptimum(p, offload);
+    if (opt == std::numeric_limits<double>::infinity()) continue;
+    ++tried;
+    const DeviceSearchBound sb = ComputeDeviceSearchBound(p);
+    EXPECT_LE(sb.value, opt + 1e-9) << ToJson(p);
+    EXPECT_GT(sb.device_value[0], 0) << ToJson(p);
+    above_core += sb.value > ComputeLowerBound(p).value + 1e-6;
+  }
+  EXPECT_GE(tried, 30);
+  EXPECT_GE(above_core, 6);
+}
+
 // By hand: two devices, unit costs, split, the activation (1, half of it
 // freed by B) on stage 0 only, room for one. Without offload, F(0,1) waits
 // for W(0,0) (0.5 + 1 does not fit): F00 B10... B00 at 3, W00 ends 5, and
