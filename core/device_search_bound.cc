@@ -501,10 +501,7 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
       prev = s;
     }
     if (r.lanes.empty()) continue;
-    // An equal share of the time left to each device still to search.
-    const auto now = std::chrono::steady_clock::now();
-    const auto share = now + (std::max(deadline, now) - now) / (D - d);
-    Search search(r, opt.max_nodes_per_device, share);
+    Search search(r, opt.max_nodes_per_device, deadline);
     const double v = search.Run();
     out.nodes += search.nodes();
     out.finished = out.finished && search.finished();

@@ -63,9 +63,9 @@ namespace optpipe {
 
 struct DeviceSearchOptions {
   // Search nodes per device (a deterministic budget), and wall-clock seconds
-  // for the whole call, an equal share of what is left to each device still
-  // to search. A search cut short still bounds: the least node bound it left
-  // unexplored (weaker than the finished search's).
+  // for the whole call (devices search in order: a device the clock cut
+  // short leaves the next ones nothing). A search cut short still bounds: the
+  // least node bound it left unexplored (weaker than the finished search's).
   std::int64_t max_nodes_per_device = 1'000'000;
   double time_limit_s = 2.0;
 };
