@@ -42,14 +42,18 @@ Movable MovableActivations(const Problem& p, const Schedule& s, const std::vecto
 }
 
 // A change to the list scheduler's options in ListTuner: kOffloadRule,
-// kLonger / kShorter (reload look-ahead) and kEagerW; 0 <= move < 2S steps
+// kLonger / kShorter (reload look-ahead), kEagerW and kCopyOrder (offloads
+// or reloads first on a link); 0 <= move < 2S steps
 // stage move / 2's warm-up depth; 2S <= move < 2S + SM toggles activation
 // move - 2S (see Movable), move >= 2S + SM sends activation move - 2S - SM
 // (SM = S * M). False when it leaves the options' range.
-enum : int { kOffloadRule = -1, kLonger = -2, kShorter = -3, kEagerW = -4 };
+enum : int { kOffloadRule = -1, kLonger = -2, kShorter = -3, kEagerW = -4, kCopyOrder = -5 };
 bool ApplyMove(const Problem& p, int move, ListOptions& o) {
   const int S = p.stages(), SM = S * p.microbatches;
   switch (move) {
+    case kCopyOrder:
+      o.offload_first = !o.offload_first;
+      return true;
     case kOffloadRule:
       o.offload_warmup = !o.offload_warmup;
       return true;
@@ -87,7 +91,8 @@ struct Tuned {
 // and which go to the host (one offloaded activation kept, one kept or sent
 // left to the rules again, or one the rules keep sent; at most kToggleMoves
 // and kSendMoves of these per round, drawn at random where there are more),
-// the offload rule, the reload look-ahead (1-3) and eager W. The scheduler
+// the offload rule, the reload look-ahead (1-3), the link's priority between
+// offloads and reloads, and eager W. The scheduler
 // re-plans orders and copies around every change, so orders and offloads are
 // chosen together, which a link too slow to carry every activation needs. From a
 // start, each round takes the best improving move; at a local optimum the
@@ -184,7 +189,8 @@ class ListTuner {
     while (GoOn()) {
       moves.clear();
       for (int i = 0; i < 2 * S; ++i) moves.push_back(i);
-      if (t.options.offload) moves.insert(moves.end(), {kOffloadRule, kLonger, kShorter});
+      if (t.options.offload)
+        moves.insert(moves.end(), {kOffloadRule, kLonger, kShorter, kCopyOrder});
       if (p_.split_backward) moves.push_back(kEagerW);
       // At most `count` of `from`, drawn at random where there are more, as moves from `base`.
       const auto add = [&](std::vector<int> from, int count, int base) {

@@ -465,7 +465,7 @@ void ListScheduler::DispatchLink(int l, double t) {
     Wake(lane, wake);
     wake_at_[l] = wake;
   }
-  if (best) {
+  if (best && !(opt_.offload_first && !ready_o_[l].empty())) {
     const int i = best->op;
     auto& w = waiting_[best_stage];
     w.erase(w.begin() + (best - w.data()));

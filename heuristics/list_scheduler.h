@@ -20,7 +20,9 @@
 // later stages. Options judge "far enough ahead" by the
 // activation's own trip through the later stages (offloading already in the
 // warm-up) and keep one micro-batch in a few on the device for a link too slow
-// to carry them all. Copies of devices sharing a host link take turns on it.
+// to carry them all. Copies of devices sharing a host link take turns on it;
+// a reload that is due goes before a ready offload (a backward waits for it),
+// or, as an option, after it (the offload frees room a forward waits for).
 // Reloads, and forwards passed over while ready, are held at the time the
 // scheduler started them (Schedule::release): replayed as soon as possible
 // they would take memory planned for others.
@@ -68,6 +70,8 @@ struct ListOptions {
   std::vector<char> choice;
   // Explicit warm-up depth per stage [S]; when set, warmup_scale is ignored.
   std::vector<int> warmup_depth;
+  // A host link starts a ready offload before a due reload (false: the reload).
+  bool offload_first = false;
 };
 
 // The warm-up depth per stage that `opt` gives (see ListOptions).

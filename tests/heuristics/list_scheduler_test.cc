@@ -218,6 +218,45 @@ TEST(ListScheduler, KeepsTheActivationsItIsTold) {
   EXPECT_EQ(std::count(after.begin(), after.end(), 0), 1);
 }
 
+// Whether some reload on a link starts while an offload of that link is ready
+// (its forward ended) and waits: what offload_first rules out.
+bool ReloadPassesAReadyOffload(const Problem& p, const Schedule& s, const SimResult& r) {
+  const OpSpace sp(p.stages(), p.microbatches);
+  for (const std::vector<Op>& link : s.copy) {
+    for (const Op& x : link) {
+      if (x.type != OpType::kR) continue;
+      const double t = r.start[sp.Index(x)];
+      for (const Op& y : link) {
+        if (y.type != OpType::kO) continue;
+        const double ready = r.end[sp.Index(OpType::kF, y.stage, y.microbatch)];
+        if (ready < t && r.start[sp.Index(y)] > t) return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Room for 3 activations, a round trip of 4 per 3 compute: the link is
+// contended. By default a due reload goes before a ready offload (a backward
+// waits for it), which happens here; offload_first turns that around. Both
+// are valid schedules.
+TEST(ListScheduler, OffloadFirstLetsReadyOffloadsPassDueReloads) {
+  const Problem p = testing::MakeProblem(
+      R"("devices": 8, "microbatches": 16, "stage_time": {"f": 1, "b": 1, "w": 1},
+         "offload_time": 2, "memory": {"activation": 1, "freed_by_b": 0.5, "limit": 3})");
+  ListOptions o;
+  o.offload_warmup = true;
+  for (bool first : {false, true}) {
+    o.offload_first = first;
+    const StatusOr<Schedule> s = ListSchedule(p, o);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    const SimResult r = Timed(p, *s);
+    const std::vector<char> sent = OffloadedSet(p, *s);
+    EXPECT_GE(std::count(sent.begin(), sent.end(), 1), 16);
+    EXPECT_EQ(ReloadPassesAReadyOffload(p, *s, r), !first);
+  }
+}
+
 TEST(ListScheduler, RandomProblemsWithLimitsAreValidOrInfeasible) {
   std::mt19937 rng(5);
   int valid = 0;
@@ -253,7 +292,8 @@ TEST(ListScheduler, RandomProblemsWithLimitsAreValidOrInfeasible) {
 // The times the scheduler reports are the simulator's replay of its schedule,
 // op for op (with the holds it sets), and so are the summary and the peak
 // memory: random problems with and without limits, one and more chunks, V
-// placement, every setting of the grid.
+// placement, every setting of the grid (offloading ones also with offloads
+// first on the link).
 TEST(ListScheduler, ReportsTheTimesTheSimulatorReplays) {
   std::mt19937 rng(13);
   int compared = 0;
@@ -271,7 +311,12 @@ TEST(ListScheduler, ReportsTheTimesTheSimulatorReplays) {
         p.memory_limit->push_back(p.static_memory[d] + one * (1.5 + 0.5 * (trial % 4)));
       }
     }
-    for (const ListOptions& o : ListOptionGrid(p)) {
+    std::vector<ListOptions> settings = ListOptionGrid(p);
+    for (ListOptions o : ListOptionGrid(p)) {  // and with the link's other priority
+      o.offload_first = true;
+      if (o.offload) settings.push_back(o);
+    }
+    for (const ListOptions& o : settings) {
       SimResult mine;
       StatusOr<Schedule> s = ListSchedule(p, o, &mine);
       if (!s.ok()) continue;
