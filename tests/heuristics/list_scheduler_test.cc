@@ -250,10 +250,8 @@ TEST(ListScheduler, OffloadFirstLetsReadyOffloadsPassDueReloads) {
     o.offload_first = first;
     const StatusOr<Schedule> s = ListSchedule(p, o);
     ASSERT_TRUE(s.ok()) << s.status().message();
-    const SimResult r = Timed(p, *s);
-    const std::vector<char> sent = OffloadedSet(p, *s);
-    EXPECT_GE(std::count(sent.begin(), sent.end(), 1), 16);
-    EXPECT_EQ(ReloadPassesAReadyOffload(p, *s, r), !first);
+    EXPECT_GE(Offloaded(p, *s).size(), 16u);
+    EXPECT_EQ(ReloadPassesAReadyOffload(p, *s, Timed(p, *s)), !first);
   }
 }
 
