@@ -432,7 +432,14 @@ void ListScheduler::DispatchLink(int l, double t) {
   }
   if (!fut.empty()) Wake(lane, fut.top().key1);
   if (busy_[lane] >= 0) return;
-  // A reload that is due and fits goes first: a backward waits for it. The
+  const auto offload = [&] {  // the earliest ready offload
+    const int i = ready_o_[l].front();
+    ready_o_[l].erase(ready_o_[l].begin());
+    Start(i, lane, t);
+  };
+  // As an option, a ready offload goes first: it frees room a forward waits for.
+  if (opt_.offload_first && !ready_o_[l].empty()) return offload();
+  // Else a reload that is due and fits goes first: a backward waits for it. The
   // earliest micro-batch wins, then the earliest to arrive.
   const Waiting* best = nullptr;
   int best_stage = -1;
@@ -465,17 +472,13 @@ void ListScheduler::DispatchLink(int l, double t) {
     Wake(lane, wake);
     wake_at_[l] = wake;
   }
-  if (best && !(opt_.offload_first && !ready_o_[l].empty())) {
+  if (best) {
     const int i = best->op;
     auto& w = waiting_[best_stage];
     w.erase(w.begin() + (best - w.data()));
     return Start(i, lane, t);
   }
-  if (!ready_o_[l].empty()) {
-    const int i = ready_o_[l].front();
-    ready_o_[l].erase(ready_o_[l].begin());
-    Start(i, lane, t);
-  }
+  if (!ready_o_[l].empty()) offload();
 }
 
 StatusOr<Schedule> ListScheduler::Run(SimResult* timing) {
