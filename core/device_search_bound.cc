@@ -35,6 +35,7 @@ struct Relaxed {
   int M = 0;
   bool split = true;
   double room = kInf;
+  int max_offloads = std::numeric_limits<int>::max();  // over all lanes
   std::vector<Lane> lanes;
 };
 
@@ -244,6 +245,8 @@ class Search {
     const int M = r_.M, V = static_cast<int>(r_.lanes.size());
     std::vector<Move> out;
     const double c0 = std::max(s.t, s.cf), l0 = std::max(s.t, s.lf);
+    int offloads = 0;
+    for (const LaneState& q : s.l) offloads += static_cast<int>(q.offl.size());
     for (int i = 0; i < V; ++i) {
       const Lane& ln = r_.lanes[i];
       const LaneState& q = s.l[i];
@@ -254,7 +257,7 @@ class Search {
         x = Fits(s, x, ln.a);
         if (x < kInf) {
           out.push_back({Kind::kFKept, i, x});
-          if (ln.offload) out.push_back({Kind::kFOff, i, x});
+          if (ln.offload && offloads < r_.max_offloads) out.push_back({Kind::kFOff, i, x});
         }
       }
       const int n_off = static_cast<int>(q.offl.size());
@@ -379,6 +382,7 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
   const int S = p.stages(), M = p.microbatches, D = p.devices;
   DeviceSearchBound out;
   out.device_value.assign(D, 0.0);
+  out.link_value.assign(p.host_links.size(), 0.0);
   // Without a memory limit the search has little to prune, and the device
   // bound of ComputeLowerBound is close to what it would prove.
   if (p.objective != Objective::kMakespan || !p.memory_limit || M > kMaxMicrobatches) return out;
@@ -468,7 +472,7 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(std::max(0.0, opt.time_limit_s)));
-  for (int d = 0; d < D; ++d) {
+  const auto relaxed = [&](int d) {
     Relaxed r;
     r.M = M;
     r.split = p.split_backward;
@@ -500,13 +504,74 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
       r.lanes.push_back(std::move(ln));
       prev = s;
     }
-    if (r.lanes.empty()) continue;
+    return r;
+  };
+  // The relaxation's least makespan (a bound on it when cut short).
+  const auto solve = [&](const Relaxed& r) {
     Search search(r, opt.max_nodes_per_device, deadline);
     const double v = search.Run();
     out.nodes += search.nodes();
     out.finished = out.finished && search.finished();
+    return v;
+  };
+  for (int d = 0; d < D; ++d) {
+    const Relaxed r = relaxed(d);
+    if (r.lanes.empty()) continue;
+    const double v = solve(r);
     if (v < kInf) out.device_value[d] = v;
     out.value = std::max(out.value, out.device_value[d]);
+  }
+  // Devices sharing a host link (see the header): below T, device d offloads
+  // at least n_d(T) activations, the least c whose relaxation capped at c
+  // offloads ends by T, and the link carries their round trips one copy at a
+  // time, after the first forward of its stages ends and before the least
+  // tail after a reload (its backward and what follows the last one).
+  for (std::size_t l = 0; l < p.host_links.size(); ++l) {
+    struct Member {
+      Relaxed r;
+      std::vector<double> v;  // v[c]: least makespan with at most c offloads; -1: not yet
+      double trip = kInf;     // its shortest round trip
+      int n = 0;              // n_d(T)
+    };
+    std::vector<Member> members;
+    double first = kInf, last = kInf;  // the link's idle ends
+    for (int d : p.host_links[l]) {
+      Member m{relaxed(d), {}};
+      for (const Lane& ln : m.r.lanes) {
+        if (!ln.offload) continue;
+        m.n += M;
+        m.trip = std::min(m.trip, 2 * ln.t);
+        first = std::min(first, ln.rF[0] + ln.f);
+        last = std::min(last, ln.b + ln.qB[0]);
+      }
+      if (m.n == 0) continue;
+      m.v.assign(m.n + 1, -1.0);
+      m.v[m.n] = out.device_value[d];
+      members.push_back(std::move(m));
+    }
+    if (members.size() < 2) continue;
+    const auto value = [&](Member& m, int c) {
+      if (m.v[c] < 0) {
+        m.r.max_offloads = c;
+        m.v[c] = solve(m.r);
+      }
+      return m.v[c];
+    };
+    double T = out.value;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const double tol = 1e-9 * std::max(1.0, T);
+      double need = first + last, next = kInf;  // next: where some n_d falls
+      for (Member& m : members) {
+        while (m.n > 0 && value(m, m.n - 1) <= T + tol) --m.n;
+        need += m.n * m.trip;
+        if (m.n > 0) next = std::min(next, value(m, m.n - 1));
+      }
+      if (need <= T + tol) break;
+      T = std::min(need, next);  // nothing below ends in time
+      if (need <= next) break;
+    }
+    out.link_value[l] = T;
+    out.value = std::max(out.value, T);
   }
   return out;
 }

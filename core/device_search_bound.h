@@ -50,6 +50,19 @@
 // in < 1 s; at 8x24 with offload, and with two stages a device from 4x8 on,
 // the budget binds).
 //
+// Devices sharing a host link are then coupled by a link budget: the same
+// relaxation with at most c activations offloaded has least makespan v_d(c),
+// so a schedule ending by T offloads at least n_d(T) = the least c with
+// v_d(c) <= T on device d (a relaxation cut short bounds v_d(c), which only
+// lowers n_d). The link runs every round trip of its devices one copy at a
+// time, none before the first forward of its stages ends, and the last (a
+// reload) at least a backward and the least tail after it before the end:
+// T >= that head + sum_d n_d(T) * (d's shortest round trip) + that tail. The
+// least such T is found by raising T from the devices' bound to the next
+// point where some n_d falls, computing v_d(c) only for the c it needs
+// (r48-6s: 47.44 -> 48.21, each device of its link needing nearly every
+// activation on the host).
+//
 //   DeviceSearchOptions opt;
 //   double lb = ComputeDeviceSearchBound(problem, opt).value;  // 0 if nothing applies
 #pragma once
@@ -73,6 +86,7 @@ struct DeviceSearchOptions {
 struct DeviceSearchBound {
   double value = 0;                  // max over devices of device_value
   std::vector<double> device_value;  // [D] the relaxation's optimum (or a bound on it)
+  std::vector<double> link_value;    // [host links] the link budget's bound (0: none)
   std::int64_t nodes = 0;            // search nodes over all devices
   bool finished = true;              // every search ran to its end (else the budget bound it)
 };
