@@ -42,12 +42,21 @@ Movable MovableActivations(const Problem& p, const Schedule& s, const std::vecto
 }
 
 // A change to the list scheduler's options in ListTuner: kOffloadRule,
-// kLonger / kShorter (reload look-ahead), kEagerW and kCopyOrder (offloads
-// or reloads first on a link); 0 <= move < 2S steps
+// kLonger / kShorter (reload look-ahead), kEagerW, kCopyOrder (offloads
+// or reloads first on a link), kDeeper / kShallower (every stage's warm-up
+// depth one step, where it stays in range); 0 <= move < 2S steps
 // stage move / 2's warm-up depth; 2S <= move < 2S + SM toggles activation
 // move - 2S (see Movable), move >= 2S + SM sends activation move - 2S - SM
 // (SM = S * M). False when it leaves the options' range.
-enum : int { kOffloadRule = -1, kLonger = -2, kShorter = -3, kEagerW = -4, kCopyOrder = -5 };
+enum : int {
+  kOffloadRule = -1,
+  kLonger = -2,
+  kShorter = -3,
+  kEagerW = -4,
+  kCopyOrder = -5,
+  kDeeper = -6,
+  kShallower = -7
+};
 bool ApplyMove(const Problem& p, int move, ListOptions& o) {
   const int S = p.stages(), SM = S * p.microbatches;
   switch (move) {
@@ -64,6 +73,18 @@ bool ApplyMove(const Problem& p, int move, ListOptions& o) {
     case kEagerW:
       o.eager_w = !o.eager_w;
       return true;
+    case kDeeper:
+    case kShallower: {
+      bool moved = false;
+      for (int& depth : o.warmup_depth) {
+        const int next = depth + (move == kDeeper ? 1 : -1);
+        if (next >= 1 && next <= p.microbatches) {
+          depth = next;
+          moved = true;
+        }
+      }
+      return moved;
+    }
   }
   if (move >= 2 * S + SM) {
     o.choice[move - 2 * S - SM] = ListOptions::kSend;
@@ -87,20 +108,17 @@ struct Tuned {
 };
 
 // Search of the list scheduler's knobs: the warm-up depth per stage (one
-// stage one step deeper or shallower), which activations stay on the device
-// and which go to the host (one offloaded activation kept, one kept or sent
-// left to the rules again, or one the rules keep sent; at most kToggleMoves
-// and kSendMoves of these per round, drawn at random where there are more),
-// the offload rule, the reload look-ahead (1-3), the link's priority between
-// offloads and reloads, and eager W. The scheduler
-// re-plans orders and copies around every change, so orders and offloads are
-// chosen together, which a link too slow to carry every activation needs. From a
-// start, each round takes the best improving move; at a local optimum the
-// search kicks the start's best options by 2-6 random changes and climbs
-// again, until kKicks kicks in a row bring nothing better. It starts from
-// the list seed's setting, then from the next best grid settings (kStarts in
-// all). With a budget of evaluations the clock is ignored: the same result on
-// every run.
+// stage, or every stage at once, one step deeper or shallower), which activations stay on the
+// device and which go to the host (one offloaded activation kept, one kept or sent left to the
+// rules again, or one the rules keep sent; at most kToggleMoves and kSendMoves of these per round,
+// drawn at random where there are more), the offload rule, the reload look-ahead (1-3), the link's
+// priority between offloads and reloads, and eager W. The scheduler re-plans orders and copies
+// around every change, so orders and offloads are chosen together, which a link too slow to carry
+// every activation needs. From a start, each round takes the best improving move; at a local
+// optimum the search kicks the start's best options by 2-6 random changes and climbs again, until
+// kKicks kicks in a row bring nothing better. It starts from the list seed's setting, then from the
+// next best grid settings (kStarts in all). With a budget of evaluations the clock is ignored: the
+// same result on every run.
 class ListTuner {
  public:
   ListTuner(const Problem& p, const SearchOptions& opt, double seconds,
@@ -189,6 +207,7 @@ class ListTuner {
     while (GoOn()) {
       moves.clear();
       for (int i = 0; i < 2 * S; ++i) moves.push_back(i);
+      moves.insert(moves.end(), {kDeeper, kShallower});
       if (t.options.offload)
         moves.insert(moves.end(), {kOffloadRule, kLonger, kShorter, kCopyOrder});
       if (p_.split_backward) moves.push_back(kEagerW);
