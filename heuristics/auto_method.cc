@@ -107,18 +107,20 @@ struct Tuned {
   SimResult sim;
 };
 
-// Search of the list scheduler's knobs: the warm-up depth per stage (one
-// stage, or every stage at once, one step deeper or shallower), which activations stay on the
-// device and which go to the host (one offloaded activation kept, one kept or sent left to the
-// rules again, or one the rules keep sent; at most kToggleMoves and kSendMoves of these per round,
-// drawn at random where there are more), the offload rule, the reload look-ahead (1-3), the link's
-// priority between offloads and reloads, and eager W. The scheduler re-plans orders and copies
-// around every change, so orders and offloads are chosen together, which a link too slow to carry
-// every activation needs. From a start, each round takes the best improving move; at a local
-// optimum the search kicks the start's best options by 2-6 random changes and climbs again, until
-// kKicks kicks in a row bring nothing better. It starts from the list seed's setting, then from the
-// next best grid settings (kStarts in all). With a budget of evaluations the clock is ignored: the
-// same result on every run.
+// Search of the list scheduler's knobs: the warm-up depth per stage (one stage,
+// or every stage at once, one step deeper or shallower), which activations stay
+// on the device and which go to the host (one offloaded activation kept, one
+// kept or sent left to the rules again, or one the rules keep sent; at most
+// kToggleMoves and kSendMoves of these per round, drawn at random where there
+// are more), the offload rule, the reload look-ahead (1-3), the link's priority
+// between offloads and reloads, and eager W. The scheduler re-plans orders and
+// copies around every change, so orders and offloads are chosen together, which
+// a link too slow to carry every activation needs. From a start, each round
+// takes the best improving move; at a local optimum the search kicks the
+// start's best options by 2-6 random changes and climbs again, until kKicks
+// kicks in a row bring nothing better. It starts from the list seed's setting,
+// then from the next best grid settings (kStarts in all). With a budget of
+// evaluations the clock is ignored: the same result on every run.
 class ListTuner {
  public:
   ListTuner(const Problem& p, const SearchOptions& opt, double seconds,
