@@ -202,7 +202,8 @@ std::vector<PhaseWeights> BestWeights(const std::vector<Phases>& phases,
 // (an activation waiting for its W may be what is left at the very end).
 double MemoryBound(const Problem& p, const std::vector<Phases>& phases,
                    const std::vector<int>& group, const std::vector<PhaseWeights>& weights,
-                   const std::vector<double>& head, const std::vector<double>& tail) {
+                   const std::vector<double>& head, const std::vector<double>& tail,
+                   double link_edges) {
   const int S = p.stages(), M = p.microbatches;
   std::vector<double> edges = head;
   for (int d = 0; d < p.devices; ++d) {
@@ -243,7 +244,7 @@ double MemoryBound(const Problem& p, const std::vector<Phases>& phases,
   const auto fits = [&](double T) {
     double total = 0;
     for (int d : group) total += link_time(d, T);
-    return total <= T;
+    return total <= 0 || total <= T - link_edges;
   };
   double hi = 1;
   for (int k = 0; k < 1100 && !fits(hi); ++k) hi *= 2;
@@ -359,10 +360,31 @@ LowerBound ComputeLowerBound(const Problem& p) {
       for (int d = 0; d < D; ++d) {
         if (lowest[d] == S) head[d] = tail[d] = 0;
       }
+      // A link copies nothing before the first forward of its stages ends, nor
+      // after the last reload but one backward and what must follow it.
+      std::vector<double> first(D, std::numeric_limits<double>::infinity()), last = first;
+      chain = 0;
+      for (int s = 0; s < S; ++s) {
+        const int d = p.stage_device[s];
+        const double b = Duration(p, Op{OpType::kB, s, 0});
+        if (p.offload_allowed() && p.offloadable[s] > 0) {
+          first[d] = std::min(first[d], est[dag.VertexOf(Op{OpType::kF, s, 0})] + p.f[s]);
+          last[d] = std::min(last[d], b + std::max(p.split_backward ? p.w[s] : 0.0, chain));
+        }
+        chain += b + (s + 1 < S ? CommTime(p, s) : 0.0);
+      }
       const auto weightings = Weightings(p, phases);
       for (const std::vector<int>& link : p.host_links) {
-        for (const std::vector<PhaseWeights>& w : weightings)
-          lb.memory_bound = std::max(lb.memory_bound, MemoryBound(p, phases, link, w, head, tail));
+        double start = std::numeric_limits<double>::infinity(), end = start;
+        for (int d : link) {
+          start = std::min(start, first[d]);
+          end = std::min(end, last[d]);
+        }
+        const double edges = start < std::numeric_limits<double>::infinity() ? start + end : 0.0;
+        for (const std::vector<PhaseWeights>& w : weightings) {
+          lb.memory_bound =
+              std::max(lb.memory_bound, MemoryBound(p, phases, link, w, head, tail, edges));
+        }
       }
     }
     lb.value = std::max({lb.device_bound, lb.critical_path, lb.memory_bound});
@@ -386,7 +408,7 @@ LowerBound ComputeLowerBound(const Problem& p) {
     if (p.memory_limit) {
       for (const std::vector<PhaseWeights>& w : weightings)
         lb.memory_bound =
-            std::max(lb.memory_bound, MemoryBound(p, phases, {d}, w, no_edges, no_edges));
+            std::max(lb.memory_bound, MemoryBound(p, phases, {d}, w, no_edges, no_edges, 0.0));
     }
   }
   lb.value = std::max(best, lb.memory_bound);

@@ -25,11 +25,15 @@
 //    resident only from F's start to O's end and from R's start to B's end,
 //    at least f_s + 2 t_s + b_s, for 2 t_s of its host link's time:
 //    off_s = o (f_s + 2 t_s + b_s) + (a - o) life_s + (a - freed_by_b) w_s.
-//    The link runs its copies one at a time within the span too. So
-//    makespan >= the least T for which the devices of each link can offload
-//    (fractionally, the LP relaxation: a fractional knapsack by saving per
-//    link time) enough to bring their memory-time under C_d T with at most T
-//    of link time; for device_span, each device alone with its own copies.
+//    The link runs its copies one at a time within the span too, and for the
+//    makespan none before the first forward of its stages can end (the F
+//    chain up to s plus f_s) nor after the last reload but b_s and what must
+//    follow a B(s) (its W, or the B chain below s): T less those two edges.
+//    So makespan >= the least T for which the devices of each link can
+//    offload (fractionally, the LP relaxation: a fractional knapsack by
+//    saving per link time) enough to bring their memory-time under C_d T
+//    with at most T - edges of link time; for device_span, each device alone
+//    with its own copies, within its span.
 //    Weighted: an activation counts w(x) per unit of time while it holds
 //    amount x (whole a, a - freed_by_b waiting for W, a - offloadable on the
 //    host), with any amounts that fit in C_d together weighing at most 1, and

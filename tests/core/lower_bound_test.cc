@@ -147,6 +147,22 @@ TEST(LowerBound, WeighsWhatCannotShareTheRoom) {
   EXPECT_NEAR(testing::BruteForceOptimum(p, false), 15, 1e-9);  // above it, as a bound must be
 }
 
+// A slow host link: room for two activations (each weighs half the room), a
+// life F0 (1) + comm 3 + F1 B1 (1) + comm 3 + B0 (1) = 9, offloaded
+// 1 + 2 x 2.5 + 1 = 7, so an offload saves (9 - 7) / 2 = 1 of memory-time for
+// 5 of link time. The link copies nothing before F0 ends (1) nor after the
+// last reload but its B0 (1): on 3 micro-batches T >= 13.5 - x with
+// 5x <= T - 2, so T >= 13.9 / 1.2 = 11.583 (with the whole span for the link,
+// 5x <= T: 11.25). Brute force: 13.5.
+TEST(LowerBound, TheLinkIdlesBeforeTheFirstForwardAndAfterTheLastReload) {
+  const Problem p = testing::MakeProblem(
+      R"("devices": 2, "microbatches": 3, "split_backward": false,
+         "stage_time": {"f": [1, 0.5], "b": [1, 0.5]}, "comm_time": 3, "offload_time": 2.5,
+         "memory": {"activation": [1, 0], "static": 0, "limit": [2, 1]})");
+  EXPECT_NEAR(ComputeLowerBound(p).memory_bound, 13.9 / 1.2, 1e-6);
+  EXPECT_NEAR(testing::BruteForceOptimum(p, true), 13.5, 1e-9);
+}
+
 // Without offload and with room for one activation, device 0 runs one F (2)
 // and then waits for its B: F0 F1 F2 B2 B1 = 6 after its start, idle 6 - 2 = 4
 // before the first B; its work 4 x 3 = 12, so its device bound is 16 (12 from
