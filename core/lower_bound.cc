@@ -196,10 +196,12 @@ std::vector<PhaseWeights> BestWeights(const std::vector<Phases>& phases,
 // The memory-time bound (see the header) over the devices `group`, which
 // share one host link, with weights[s] for each stage's phases: the least T
 // such that the least link time that brings every device's weighted
-// memory-time under T - edges_d is at most T. edges_d: time of the span in
-// which device d holds nothing counted: head[d] before its first F can start,
-// and, when only whole activations count, tail[d] after its last B has ended
-// (an activation waiting for its W may be what is left at the very end).
+// memory-time under T - edges_d is at most T - link_edges (the time of the
+// span in which the link can copy nothing, see the header). edges_d: time of
+// the span in which device d holds nothing counted: head[d] before its first
+// F can start, and, when only whole activations count, tail[d] after its last
+// B has ended (an activation waiting for its W may be what is left at the
+// very end).
 double MemoryBound(const Problem& p, const std::vector<Phases>& phases,
                    const std::vector<int>& group, const std::vector<PhaseWeights>& weights,
                    const std::vector<double>& head, const std::vector<double>& tail,
