@@ -557,7 +557,8 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
       }
       return m.v[c];
     };
-    double T = out.value;
+    double T = 0;  // from the link's own devices' bound
+    for (const Member& m : members) T = std::max(T, m.v[m.n]);
     while (std::chrono::steady_clock::now() < deadline) {
       const double tol = 1e-9 * std::max(1.0, T);
       double need = first + last, next = kInf;  // next: where some n_d falls

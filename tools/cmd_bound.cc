@@ -40,7 +40,8 @@ Command AddBound(CLI::App& app) {
       "memory-time bound (activations must live from F to B within limit - static, or be\n"
       "offloaded at the price of host-link time); and under memory.limit, each device alone\n"
       "with its host link solved exactly by a branch-and-bound search (the rest of the\n"
-      "pipeline as release times and tails). Without offload, also the order search: a\n"
+      "pipeline as release times and tails), and the devices that share a host link by the\n"
+      "round trips each needs to end in time. Without offload, also the order search: a\n"
       "branch and bound over every device's order below the list scheduler's objective,\n"
       "which may prove that schedule (or one it finds) optimal. See\n"
       "core/lower_bound.h, core/device_search_bound.h and exact/order_search.h for the proofs.");
@@ -56,9 +57,16 @@ Command AddBound(CLI::App& app) {
             const DeviceSearchBound search = ComputeDeviceSearchBound(*p, so);
             double bound = std::max(lb.value, search.value);
             if (search.nodes > 0) {  // it ran (memory limit, makespan)
+              std::string link;      // a link budget above every device's own value
+              const double own =
+                  *std::max_element(search.device_value.begin(), search.device_value.end());
+              for (std::size_t l = 0; l < search.link_value.size(); ++l) {
+                if (search.link_value[l] > own && search.link_value[l] >= search.value)
+                  link = ", from the round trips on host link " + std::to_string(l);
+              }
               progress("device search bound " + FormatNumber(search.value) + " (" +
                        std::to_string(search.nodes) + " nodes" +
-                       (search.finished ? ")" : ", cut short)"));
+                       (search.finished ? "" : ", cut short") + link + ")");
             }
             std::optional<OrderSearchResult> order;
             if (OrderSearchApplies(*p)) {
