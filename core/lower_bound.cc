@@ -351,38 +351,35 @@ LowerBound ComputeLowerBound(const Problem& p) {
     if (p.memory_limit) {
       // Activations of stage s live from F(s,m) (not before the F chain
       // below s) to B(s,m), after which W(s,m) and the B chain below s run.
-      std::vector<double> head(D, std::numeric_limits<double>::infinity()), tail = head;
+      // A link copies nothing before the first forward of its stages ends, nor
+      // after the last reload but one backward and what must follow it.
+      constexpr double kNone = std::numeric_limits<double>::infinity();
+      std::vector<double> head(D, kNone), tail = head, first = head, last = head;
       double chain = 0;
       for (int s = 0; s < S; ++s) {
         const int d = p.stage_device[s];
-        head[d] = std::min(head[d], est[dag.VertexOf(Op{OpType::kF, s, 0})]);
-        tail[d] = std::min(tail[d], std::max(p.split_backward ? p.w[s] : 0.0, chain));
-        chain += Duration(p, Op{OpType::kB, s, 0}) + (s + 1 < S ? CommTime(p, s) : 0.0);
+        const double f_start = est[dag.VertexOf(Op{OpType::kF, s, 0})];
+        const double b = Duration(p, Op{OpType::kB, s, 0});
+        const double after_b = std::max(p.split_backward ? p.w[s] : 0.0, chain);
+        head[d] = std::min(head[d], f_start);
+        tail[d] = std::min(tail[d], after_b);
+        if (p.offload_allowed() && p.offloadable[s] > 0) {
+          first[d] = std::min(first[d], f_start + p.f[s]);
+          last[d] = std::min(last[d], b + after_b);
+        }
+        chain += b + (s + 1 < S ? CommTime(p, s) : 0.0);
       }
       for (int d = 0; d < D; ++d) {
         if (lowest[d] == S) head[d] = tail[d] = 0;
       }
-      // A link copies nothing before the first forward of its stages ends, nor
-      // after the last reload but one backward and what must follow it.
-      std::vector<double> first(D, std::numeric_limits<double>::infinity()), last = first;
-      chain = 0;
-      for (int s = 0; s < S; ++s) {
-        const int d = p.stage_device[s];
-        const double b = Duration(p, Op{OpType::kB, s, 0});
-        if (p.offload_allowed() && p.offloadable[s] > 0) {
-          first[d] = std::min(first[d], est[dag.VertexOf(Op{OpType::kF, s, 0})] + p.f[s]);
-          last[d] = std::min(last[d], b + std::max(p.split_backward ? p.w[s] : 0.0, chain));
-        }
-        chain += b + (s + 1 < S ? CommTime(p, s) : 0.0);
-      }
       const auto weightings = Weightings(p, phases);
       for (const std::vector<int>& link : p.host_links) {
-        double start = std::numeric_limits<double>::infinity(), end = start;
+        double start = kNone, end = kNone;
         for (int d : link) {
           start = std::min(start, first[d]);
           end = std::min(end, last[d]);
         }
-        const double edges = start < std::numeric_limits<double>::infinity() ? start + end : 0.0;
+        const double edges = start < kNone ? start + end : 0.0;
         for (const std::vector<PhaseWeights>& w : weightings) {
           lb.memory_bound =
               std::max(lb.memory_bound, MemoryBound(p, phases, link, w, head, tail, edges));
