@@ -514,8 +514,9 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
     out.finished = out.finished && search.finished();
     return v;
   };
+  std::vector<Relaxed> devices(D);
   for (int d = 0; d < D; ++d) {
-    const Relaxed r = relaxed(d);
+    const Relaxed& r = devices[d] = relaxed(d);
     if (r.lanes.empty()) continue;
     const double v = solve(r);
     if (v < kInf) out.device_value[d] = v;
@@ -536,7 +537,7 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
     std::vector<Member> members;
     double first = kInf, last = kInf;  // the link's idle ends
     for (int d : p.host_links[l]) {
-      Member m{relaxed(d), {}};
+      Member m{devices[d], {}};  // a copy: its cap changes
       for (const Lane& ln : m.r.lanes) {
         if (!ln.offload) continue;
         m.n += M;
