@@ -579,7 +579,7 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
 }
 
 double BestLowerBound(const Problem& p, const DeviceSearchOptions& opt) {
-  return std::max(ComputeLowerBound(p).value, ComputeDeviceSearchBound(p, opt).value);
+  return AtGrain(p, std::max(ComputeLowerBound(p).value, ComputeDeviceSearchBound(p, opt).value));
 }
 
 }  // namespace optpipe

@@ -95,7 +95,8 @@ struct DeviceSearchBound {
 // nothing applies).
 DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchOptions& opt = {});
 
-// The best lower bound core proves: ComputeLowerBound's and this search's.
+// The best lower bound core proves: ComputeLowerBound's and this search's,
+// at the time grain (AtGrain).
 double BestLowerBound(const Problem& p, const DeviceSearchOptions& opt = {});
 
 }  // namespace optpipe

@@ -386,7 +386,7 @@ LowerBound ComputeLowerBound(const Problem& p) {
         }
       }
     }
-    lb.value = std::max({lb.device_bound, lb.critical_path, lb.memory_bound});
+    lb.value = AtGrain(p, std::max({lb.device_bound, lb.critical_path, lb.memory_bound}));
     return lb;
   }
   // device_span: the longest F(s)..B(s)[..W(s)] round trip of a stage on d.
@@ -410,7 +410,7 @@ LowerBound ComputeLowerBound(const Problem& p) {
             std::max(lb.memory_bound, MemoryBound(p, phases, {d}, w, no_edges, no_edges, 0.0));
     }
   }
-  lb.value = std::max(best, lb.memory_bound);
+  lb.value = AtGrain(p, std::max(best, lb.memory_bound));
   return lb;
 }
 

@@ -45,6 +45,8 @@
 //    before its head (the F chain up to its lowest stage) and, counting whole
 //    activations only, nothing after its tail (the least over its stages of
 //    max(w_s if split, the B chain below s)).
+//  * value: the largest of these, raised to the next multiple of the time
+//    grain (AtGrain in core/problem.h: every objective is such a multiple).
 //
 //   LowerBound lb = ComputeLowerBound(problem);   // lb.value
 #pragma once
@@ -54,7 +56,7 @@
 namespace optpipe {
 
 struct LowerBound {
-  double value = 0;          // bound on the problem's objective
+  double value = 0;          // bound on the problem's objective (at the time grain)
   double device_bound = 0;   // the per-device work bound (see above)
   double critical_path = 0;  // the per-micro-batch chain bound
   double memory_bound = 0;   // the memory-time bound (0 without memory.limit)

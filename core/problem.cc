@@ -1,5 +1,6 @@
 #include "core/problem.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -143,6 +144,37 @@ std::vector<double> ForwardToBackward(const Problem& p) {
     gap[s] = gap[s + 1] + 2 * CommTime(p, s) + p.f[s + 1] + Duration(p, Op{OpType::kB, s + 1, 0});
   }
   return gap;
+}
+
+double TimeGrain(const Problem& p) {
+  std::vector<double> v;
+  for (int s = 0; s < p.stages(); ++s) {
+    v.push_back(p.f[s]);
+    v.push_back(p.b[s]);
+    v.push_back(p.w[s]);
+    if (p.offload) v.push_back((*p.offload)[s]);
+  }
+  for (double c : p.comm) v.push_back(c);
+  for (double g :
+       {1.0, 0.5, 0.25, 0.2, 0.125, 0.1, 0.05, 0.04, 0.025, 0.02, 0.01, 0.005, 0.002, 0.001}) {
+    bool ok = true;
+    for (double x : v) {
+      const double q = x / g;
+      if (std::abs(q - std::round(q)) > 1e-9 * std::max(1.0, q)) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) return g;
+  }
+  return 0.0;
+}
+
+double AtGrain(const Problem& p, double bound) {
+  const double g = TimeGrain(p);
+  if (g <= 0 || !std::isfinite(bound)) return bound;
+  const double q = bound / g;
+  return std::max(bound, std::ceil(q - 1e-9 * std::max(1.0, std::abs(q))) * g);
 }
 
 }  // namespace optpipe

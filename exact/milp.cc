@@ -90,11 +90,11 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
 
   MilpResult res;
   // The core bounds: ComputeLowerBound, and each device alone solved exactly.
-  double core_bound = std::max(ComputeLowerBound(p).value, opt.known_bound);
+  double core_bound = AtGrain(p, std::max(ComputeLowerBound(p).value, opt.known_bound));
   if (opt.device_search_nodes > 0) {
     const DeviceSearchBound search =
         ComputeDeviceSearchBound(p, {opt.device_search_nodes, opt.time_limit_s / 4});
-    core_bound = std::max(core_bound, search.value);
+    core_bound = AtGrain(p, std::max(core_bound, search.value));
     log("device search bound " + FormatNumber(search.value) + " (" + std::to_string(search.nodes) +
         " nodes" + (search.finished ? "" : ", cut short") + "), core bound " +
         FormatNumber(core_bound));
@@ -117,7 +117,7 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
     }
   }
   res.from_warm_start = best.has_value();
-  const double grain = milp::TimeGrain(p);
+  const double grain = TimeGrain(p);
   const double tol = 1e-9 * std::max(1.0, best_sim ? best_sim->objective : 1.0);
 
   // Why the search stopped: the first limit reached.
@@ -138,7 +138,7 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
     res.stats.solve_seconds = elapsed() - res.stats.build_seconds;
     if (best) {
       res.objective = best_sim->objective;
-      res.bound = std::min(std::max(core_bound, milp_bound), res.objective);
+      res.bound = std::min(AtGrain(p, std::max(core_bound, milp_bound)), res.objective);
       // Optimal: nothing beats the incumbent by a grain. (When the model's
       // optimum re-times worse, with offload or inexact device heads, the
       // bound stays the model's.)
@@ -153,7 +153,7 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
       res.schedule = std::move(best);
       res.sim = std::move(best_sim);
     } else {
-      res.bound = std::max(core_bound, milp_bound);
+      res.bound = AtGrain(p, std::max(core_bound, milp_bound));
     }
     log(std::string(ToString(term)) +
         (res.schedule ? ": objective " + FormatNumber(res.objective) : ": no schedule") +
@@ -190,7 +190,7 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
         SearchOrders(p, core_bound, best ? best_sim->objective : milp::SerialHorizon(p), os);
     if (r.schedule) adopt(std::move(*r.schedule), *r.sim);
     res.stats.order_search_nodes = r.nodes;
-    core_bound = std::max(core_bound, r.bound);
+    core_bound = AtGrain(p, std::max(core_bound, r.bound));
     log("order search: bound " + FormatNumber(core_bound) +
         (best ? ", incumbent " + FormatNumber(best_sim->objective) : "") + " (" +
         std::to_string(r.nodes) + " nodes, " + std::to_string(r.probes) + " probes)");

@@ -110,11 +110,6 @@ enum class DecodeHolds { kNone, kCopies, kAll };
 Schedule Decode(const Problem& p, const Model& m, const std::vector<double>& values,
                 DecodeHolds holds = DecodeHolds::kNone);
 
-// The largest step g in {1, 1/2, 1/4, 1/5, 1/10, ...} of which every duration,
-// comm time and head is a multiple (0 if none): every objective then is too,
-// and a solution within g of the bound is optimal.
-double TimeGrain(const Problem& p);
-
 // True when every device's first op can start at head_d in the simulator (the
 // devices' lowest stages are 0..k-1, as with interleaved and V placements);
 // the device_span objective then measures from the constant head_d, otherwise

@@ -277,7 +277,7 @@ OrderSearchResult SearchOrders(const Problem& p, double lower_bound, double incu
   OrderSearchResult res;
   res.bound = lower_bound;
   res.best = incumbent;
-  const double grain = milp::TimeGrain(p);
+  const double grain = TimeGrain(p);
   const double tol = 1e-9 * std::max(1.0, incumbent);
   // With a grain, the least multiple of it above T; else T.
   const auto above = [&](double t) {

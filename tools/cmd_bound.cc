@@ -43,7 +43,9 @@ Command AddBound(CLI::App& app) {
       "pipeline as release times and tails), and the devices that share a host link by the\n"
       "round trips each needs to end in time. Without offload, also the order search: a\n"
       "branch and bound over every device's order below the list scheduler's objective,\n"
-      "which may prove that schedule (or one it finds) optimal. See\n"
+      "which may prove that schedule (or one it finds) optimal. Where every duration and comm\n"
+      "time is a multiple of a grain (1, 0.5, 0.25, ..., 0.001), so is every makespan: the\n"
+      "bound is raised to the next multiple. See\n"
       "core/lower_bound.h, core/device_search_bound.h and exact/order_search.h for the proofs.");
   return {sub, [args] {
             StatusOr<Problem> p = LoadProblem(args->problem);
@@ -55,7 +57,7 @@ Command AddBound(CLI::App& app) {
               std::cerr << "optpipe: " << line << "\n";
             };
             const DeviceSearchBound search = ComputeDeviceSearchBound(*p, so);
-            double bound = std::max(lb.value, search.value);
+            double bound = AtGrain(*p, std::max(lb.value, search.value));
             if (search.nodes > 0) {  // it ran (memory limit, makespan)
               std::string link;      // a link budget above every device's own value
               const double own =

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/dag.h"
+#include "core/device_search_bound.h"
 #include "core/simulator.h"
 #include "heuristics/method.h"
 #include "tests/testing.h"
@@ -161,6 +162,34 @@ TEST(LowerBound, TheLinkIdlesBeforeTheFirstForwardAndAfterTheLastReload) {
          "memory": {"activation": [1, 0], "static": 0, "limit": [2, 1]})");
   EXPECT_NEAR(ComputeLowerBound(p).memory_bound, 13.9 / 1.2, 1e-6);
   EXPECT_NEAR(testing::BruteForceOptimum(p, true), 13.5, 1e-9);
+  // Every time is a multiple of 0.5 here, so is the optimum: 11.583 proves 12.
+  EXPECT_DOUBLE_EQ(TimeGrain(p), 0.5);
+  EXPECT_DOUBLE_EQ(ComputeLowerBound(p).value, 12);
+}
+
+// The bound rises to the next multiple of the time grain, the largest step
+// every duration and comm time is a multiple of (then every objective is).
+// Memory-time 13.5 on integer times proves 14 (brute force: 15); a bound
+// already on the grain stays; without a grain (a third) nothing is rounded.
+TEST(LowerBound, RisesToTheTimeGrain) {
+  Problem p = testing::MakeProblem(
+      R"("devices": 2, "microbatches": 3, "split_backward": true,
+         "stage_time": {"f": 1, "b": 1, "w": 1}, "memory": {"activation": [1, 0],
+         "freed_by_b": [0.4, 0], "static": 0, "limit": [1.3, 1]})");
+  EXPECT_DOUBLE_EQ(TimeGrain(p), 1);
+  EXPECT_NEAR(ComputeLowerBound(p).memory_bound, 13.5, 1e-6);
+  EXPECT_DOUBLE_EQ(ComputeLowerBound(p).value, 14);
+  EXPECT_DOUBLE_EQ(BestLowerBound(p), 15);  // the device search finds the optimum
+  EXPECT_DOUBLE_EQ(AtGrain(p, 14), 14);
+  EXPECT_DOUBLE_EQ(AtGrain(p, 14 - 1e-12), 14);
+  p.comm.assign(1, 0.25);
+  EXPECT_DOUBLE_EQ(TimeGrain(p), 0.25);
+  EXPECT_DOUBLE_EQ(AtGrain(p, 13.51), 13.75);
+  p.f = {1.13, 0.88};
+  EXPECT_DOUBLE_EQ(TimeGrain(p), 0.01);
+  p.f = {1.0 / 3, 1};
+  EXPECT_DOUBLE_EQ(TimeGrain(p), 0);
+  EXPECT_DOUBLE_EQ(AtGrain(p, 13.51), 13.51);
 }
 
 // Without offload and with room for one activation, device 0 runs one F (2)
