@@ -94,12 +94,12 @@ inline double CommTime(const Problem& p, int s) {
 std::vector<double> ForwardToBackward(const Problem& p);
 
 // The largest step g in {1, 1/2, 1/4, 1/5, 1/10, ..., 1/1000} of which every
-// duration and comm time is a multiple (0 if none). Every objective then is
-// one too: with its event order fixed (which op of a lane, which allocation
-// or free on a device, comes first), a schedule stays valid when every op
-// starts as early as that order allows, and such starts are sums of durations
-// and comm times. So a solution within g of a lower bound is optimal, and
-// a lower bound may be raised to the next multiple of g (AtGrain).
+// duration and comm time is a multiple (0 if none). The least objective then
+// is one too: with its event order fixed (which op of a lane, which allocation
+// or free on a device, comes first), a schedule stays valid and ends no later
+// when every op starts as early as that order allows, and such starts are sums
+// of durations and comm times. So a lower bound may be raised to the next
+// multiple of g (AtGrain), and a schedule that ends there is optimal.
 double TimeGrain(const Problem& p);
 
 // The least multiple of TimeGrain(p) at or above `bound` (up to rounding

@@ -139,11 +139,10 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
     if (best) {
       res.objective = best_sim->objective;
       res.bound = std::min(AtGrain(p, std::max(core_bound, milp_bound)), res.objective);
-      // Optimal: nothing beats the incumbent by a grain. (When the model's
-      // optimum re-times worse, with offload or inexact device heads, the
-      // bound stays the model's.)
-      if (term == MilpTermination::kOptimal &&
-          res.objective <= std::max(core_bound, milp_bound) + std::max(tol, 0.5 * grain)) {
+      // Optimal: the least objective is a multiple of the grain (TimeGrain)
+      // at or above the bound. (When the model's optimum re-times worse, with
+      // offload or inexact device heads, the bound stays the model's.)
+      if (term == MilpTermination::kOptimal && res.objective <= res.bound + tol) {
         res.bound = res.objective;
       }
       res.gap = Gap(res.objective, res.bound);
@@ -163,7 +162,7 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
   };
 
   // Nothing to refine when the warm start meets the bound.
-  if (best && best_sim->objective <= core_bound + std::max(tol, 0.5 * grain)) {
+  if (best && best_sim->objective <= core_bound + tol) {
     return finish(MilpTermination::kOptimal, core_bound);
   }
 
@@ -194,7 +193,7 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
     log("order search: bound " + FormatNumber(core_bound) +
         (best ? ", incumbent " + FormatNumber(best_sim->objective) : "") + " (" +
         std::to_string(r.nodes) + " nodes, " + std::to_string(r.probes) + " probes)");
-    if (best && best_sim->objective <= core_bound + std::max(tol, 0.5 * grain)) {
+    if (best && best_sim->objective <= core_bound + tol) {
       return finish(MilpTermination::kOptimal, core_bound);
     }
   }
@@ -280,8 +279,10 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
     res.stats.root_bound = v;
     log("root relaxation " + FormatNumber(v));
   };
-  // With every time a multiple of the grain, so is every objective: a node
-  // that cannot beat the incumbent by a full grain cannot beat it at all.
+  // The least objective is a multiple of the grain (TimeGrain): a node that
+  // cannot beat the incumbent by nearly a grain holds nothing below the
+  // incumbent's multiple of it (the bound is that less the gap, raised to
+  // the grain).
   if (grain > 0) lp.absolute_gap = 0.99 * grain;
   milp::LpOutcome out = milp::SolveWithLpSolve(model, lp);
   res.stats.nodes = out.nodes;
@@ -309,8 +310,10 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
   switch (out.code) {
     case milp::LpOutcome::Code::kOptimal: {
       if (restricted) return finish(stopped.value_or(MilpTermination::kTimeLimit), core_bound);
-      // Optimal for the model: nothing beats max(incumbent, horizon) by a grain.
-      const double milp_bound = out.has_solution ? std::min(out.objective, bo.horizon) : bo.horizon;
+      // Optimal for the model: nothing beats min(incumbent, horizon) by
+      // lp.absolute_gap (what lp_solve prunes).
+      const double milp_bound =
+          (out.has_solution ? std::min(out.objective, bo.horizon) : bo.horizon) - lp.absolute_gap;
       return finish(MilpTermination::kOptimal, milp_bound);
     }
     case milp::LpOutcome::Code::kStopped:

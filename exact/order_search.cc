@@ -283,8 +283,11 @@ OrderSearchResult SearchOrders(const Problem& p, double lower_bound, double incu
   const auto above = [&](double t) {
     return grain > 0 ? (std::floor(t / grain + 1e-9) + 1) * grain : t;
   };
+  // Proven optimal: with a grain, the least objective is the bound's next
+  // multiple of it (TimeGrain), which the best may exceed (holds off the grain).
   const auto closed = [&] {
-    return res.bound >= res.best - (grain > 0 ? 0.5 * grain : 1e-6 * res.best) - tol;
+    return grain > 0 ? AtGrain(p, res.bound) >= res.best - tol
+                     : res.bound >= res.best - 1e-6 * res.best - tol;
   };
   Simulator sim(p);
   sim.set_describe_deadlocks(false);
@@ -295,7 +298,8 @@ OrderSearchResult SearchOrders(const Problem& p, double lower_bound, double incu
     if (grain > 0) {
       target = std::floor(target / grain + 1e-9) * grain;
       if (target < res.bound - tol) target = std::ceil(res.bound / grain - 1e-9) * grain;
-      if (target > ceiling - grain + tol) break;  // nothing left to probe below the ceiling
+      // Nothing left to probe below the ceiling (its largest multiple below it).
+      if (target > (std::ceil(ceiling / grain - 1e-9) - 1) * grain + tol) break;
     } else if (ceiling - res.bound <= 1e-6 * ceiling) {
       break;
     }

@@ -306,6 +306,34 @@ TEST(Milp, AKnownBoundSkipsTheSearchItProves) {
   EXPECT_EQ(SolveMilp(p, opt, nullptr).status().code(), StatusCode::kInvalidArgument);
 }
 
+// A warm start held off the time grain (its last op 0.4 late) ends between
+// two multiples of it: within half a grain of the optimum, yet not optimal.
+// The search finds the optimum (brute force) instead of taking the warm start.
+TEST(Milp, AWarmStartOffTheGrainIsNotTakenForOptimal) {
+  const Problem p = testing::MakeProblem(
+      R"("devices": 2, "microbatches": 2, "split_backward": false,
+         "stage_time": {"f": 1, "b": 2}, "memory": {"activation": 1, "static": 0, "limit": 2})");
+  ASSERT_DOUBLE_EQ(TimeGrain(p), 1);
+  const double optimum = testing::BruteForceOptimum(p, false);
+  StatusOr<Solution> one = RunMethod(p, "1f1b");
+  ASSERT_TRUE(one.ok());
+  ASSERT_NEAR(one->sim.objective, optimum, kTol);
+  Schedule late = one->schedule;
+  const OpSpace space = p.op_space();
+  late.release.assign(space.size(), 0.0);
+  const Op last = late.compute[0].back();
+  late.release[space.Index(last)] = one->sim.start[space.Index(last)] + 0.4;
+  StatusOr<SimResult> held = Simulate(p, late);
+  ASSERT_TRUE(held.ok());
+  ASSERT_NEAR(held->objective, optimum + 0.4, kTol);
+  ASSERT_GE(AtGrain(p, ComputeLowerBound(p).value), optimum - kTol);  // the bound alone proves it
+  StatusOr<MilpResult> r = SolveMilp(p, MilpOptions{}, &late);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->termination, MilpTermination::kOptimal);
+  EXPECT_NEAR(r->objective, optimum, kTol);
+  ExpectSound(p, *r, "warm start off the grain");
+}
+
 TEST(Milp, ModelSizeAtFourByEight) {
   const Problem p = testing::UnitProblem(4, 8, true);
   StatusOr<Solution> warm = RunMethod(p, "1f1b");
