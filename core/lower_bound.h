@@ -46,7 +46,7 @@
 //    activations only, nothing after its tail (the least over its stages of
 //    max(w_s if split, the B chain below s)).
 //  * value: the largest of these, raised to the next multiple of the time
-//    grain (AtGrain in core/problem.h: every objective is such a multiple).
+//    grain (AtGrain in core/problem.h: the least objective is such a multiple).
 //
 //   LowerBound lb = ComputeLowerBound(problem);   // lb.value
 #pragma once

@@ -44,8 +44,8 @@ Command AddBound(CLI::App& app) {
       "round trips each needs to end in time. Without offload, also the order search: a\n"
       "branch and bound over every device's order below the list scheduler's objective,\n"
       "which may prove that schedule (or one it finds) optimal. Where every duration and comm\n"
-      "time is a multiple of a grain (1, 0.5, 0.25, ..., 0.001), so is every makespan: the\n"
-      "bound is raised to the next multiple. See\n"
+      "time is a multiple of a grain (1, 0.5, 0.25, ..., 0.001), so is the least makespan:\n"
+      "the bound is raised to the next multiple. See\n"
       "core/lower_bound.h, core/device_search_bound.h and exact/order_search.h for the proofs.");
   return {sub, [args] {
             StatusOr<Problem> p = LoadProblem(args->problem);
