@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "core/lower_bound.h"
 #include "heuristics/list_scheduler.h"
 
 namespace optpipe {
@@ -119,8 +120,9 @@ struct Tuned {
 // takes the best improving move; at a local optimum the search kicks the
 // start's best options by 2-6 random changes and climbs again, until kKicks
 // kicks in a row bring nothing better. It starts from the list seed's setting,
-// then from the next best grid settings (kStarts in all). With a budget of
-// evaluations the clock is ignored: the same result on every run.
+// then from the next best grid settings (kStarts in all), and stops where it
+// meets the lower bound (opt.known_bound's or ComputeLowerBound's). With a
+// budget of evaluations the clock is ignored: the same result on every run.
 class ListTuner {
  public:
   ListTuner(const Problem& p, const SearchOptions& opt, double seconds,
@@ -131,6 +133,7 @@ class ListTuner {
         max_evaluations_(max_evaluations),
         evaluations_(evaluations),
         t0_(std::chrono::steady_clock::now()),
+        bound_(AtGrain(p, std::max(ComputeLowerBound(p).value, opt.known_bound))),
         rng_(opt.seed),
         arena_(opt.threads > 0 ? opt.threads : tbb::task_arena::automatic) {}
 
@@ -141,7 +144,7 @@ class ListTuner {
     if (!first.ok()) return std::nullopt;
     Tuned best{Explicit(base.options), base.schedule, *first};
     std::vector<Tuned> others;
-    for (int start = 0; start < kStarts && GoOn(); ++start) {
+    for (int start = 0; start < kStarts && GoOn() && !AtBound(best.sim); ++start) {
       if (start == 1) others = RankedGrid(kStarts - 1, *first);
       if (start > static_cast<int>(others.size())) break;
       Tuned t = FromStart(start == 0 ? best : std::move(others[start - 1]));
@@ -155,6 +158,10 @@ class ListTuner {
  private:
   static constexpr int kToggleMoves = 64, kSendMoves = 16, kKicks = 30;
 
+  // No setting can end before the bound.
+  bool AtBound(const SimResult& r) const {
+    return r.objective <= bound_ + 1e-9 * std::max(1.0, bound_);
+  }
   bool GoOn() const {
     if (opt_.stop && opt_.stop->load()) return false;
     if (opt_.max_evaluations) return *evaluations_ < max_evaluations_;
@@ -206,7 +213,7 @@ class ListTuner {
   void Climb(Tuned& t) {
     const int S = p_.stages();
     std::vector<int> moves;
-    while (GoOn()) {
+    while (GoOn() && !AtBound(t.sim)) {
       moves.clear();
       for (int i = 0; i < 2 * S; ++i) moves.push_back(i);
       moves.insert(moves.end(), {kDeeper, kShallower});
@@ -245,7 +252,7 @@ class ListTuner {
   Tuned FromStart(Tuned start) {
     const int S = p_.stages();
     Tuned best = start, cur = std::move(start);
-    for (int failed = 0; failed < kKicks && GoOn();) {
+    for (int failed = 0; failed < kKicks && GoOn() && !AtBound(best.sim);) {
       Climb(cur);
       ++failed;
       if (Better(cur.sim, best.sim)) failed = 0;
@@ -282,6 +289,7 @@ class ListTuner {
   const std::int64_t max_evaluations_;
   std::int64_t* evaluations_;
   const std::chrono::steady_clock::time_point t0_;
+  const double bound_;
   std::mt19937_64 rng_;
   tbb::task_arena arena_;
   std::vector<std::optional<Schedule>> cand_;

@@ -5,6 +5,8 @@
 // budget: from the best seed for half of
 // it, then from the other seeds within 50% of the best, then (when every
 // search ended at a local optimum early) from the incumbent with other draws.
+// Tuning and search stop where a schedule meets the lower bound
+// (opt.known_bound, or ComputeLowerBound's): nothing can end earlier.
 //
 //   SearchOptions opt;  opt.time_limit_s = 1;
 //   StatusOr<AutoResult> r = RunAuto(problem, opt);

@@ -248,7 +248,7 @@ StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start,
       res.sim = std::move(*r);
     }
   }
-  const double bound = ComputeLowerBound(p).value;
+  const double bound = AtGrain(p, std::max(ComputeLowerBound(p).value, opt.known_bound));
   const MoveMaker moves(p);
   const int batch = std::max(1, opt.batch);
   std::vector<Move> drawn(batch);

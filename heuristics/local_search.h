@@ -46,6 +46,9 @@ struct SearchOptions {
   std::uint64_t seed = 1;
   int batch = 32;                           // moves scored per round
   const std::atomic<bool>* stop = nullptr;  // set to true to interrupt
+  // A lower bound the caller has proven (BestLowerBound, say): searches stop
+  // on reaching it, as they do on ComputeLowerBound's. 0: none.
+  double known_bound = 0;
   // Called with every new incumbent (already simulated and valid).
   std::function<void(const Schedule&, const SimResult&)> on_improvement;
 };

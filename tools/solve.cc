@@ -92,16 +92,21 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
       if (r.ok() && r->schedule) quick = std::move(*r);
     }
   }
-  // Warm start: auto with a fifth of the budget (or the quick pass's schedule, if better).
+  // Warm start: auto with a fifth of the budget (or the quick pass's schedule,
+  // if better), stopping where it meets the core bound (a tenth of the budget).
+  DeviceSearchOptions search_bound;
+  search_bound.time_limit_s = 0.1 * opt.time_limit_s;
+  const double core_bound = std::max(BestLowerBound(p, search_bound), quick ? quick->bound : 0.0);
   SearchOptions search = Heuristic(opt);
   search.time_limit_s = opt.time_limit_s / 5;
+  if (!opt.evaluations) search.known_bound = core_bound;
   StatusOr<Solution> auto_run = SolveAuto(p, search, opt.log);
   const Schedule* warm = auto_run.ok() ? &auto_run->schedule : nullptr;
   if (quick && (!warm || quick->objective < auto_run->sim.objective)) warm = &*quick->schedule;
   MilpOptions mo;
   mo.time_limit_s = std::max(0.0, opt.time_limit_s - Since(t0));
   mo.log = opt.log;
-  if (quick) mo.known_bound = quick->bound;
+  mo.known_bound = core_bound;
   StatusOr<MilpResult> r = SolveMilp(p, mo, warm);
   if (!r.ok()) return r.status();
   if (!r->schedule) {
@@ -125,17 +130,22 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
                            "'; `optpipe methods` lists them");
   }
   const auto t0 = std::chrono::steady_clock::now();
+  // The bound `bound` and `bench` report, the device search and the order
+  // search (below the schedule's makespan) each held to a tenth of the time
+  // limit (cut short, they still bound). The first runs before the method:
+  // auto stops where it meets it (not with an evaluation budget, which must
+  // give the same schedule on every run: a search cut short by the clock
+  // bounds less on a slower machine).
+  DeviceSearchOptions search_bound;
+  search_bound.time_limit_s = 0.1 * opt.time_limit_s;
+  double bound = BestLowerBound(p, search_bound);
   SearchOptions search = Heuristic(opt);
+  search.time_limit_s = std::max(0.0, opt.time_limit_s - Since(t0));
+  if (!opt.evaluations) search.known_bound = bound;
   StatusOr<Solution> s =
       method == "auto" ? SolveAuto(p, search, opt.log) : RunMethod(p, method, search);
   if (!s.ok()) return s.status();
   Solved out{std::move(*s), SolveInfo{}};
-  // The bound `bound` and `bench` report, the device search and the order
-  // search (below this schedule's makespan) each held to a tenth of the time
-  // limit (cut short, they still bound).
-  DeviceSearchOptions search_bound;
-  search_bound.time_limit_s = 0.1 * opt.time_limit_s;
-  double bound = BestLowerBound(p, search_bound);
   if (OrderSearchApplies(p)) {
     OrderSearchOptions order;
     order.time_limit_s = 0.1 * opt.time_limit_s;

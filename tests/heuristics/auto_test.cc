@@ -4,6 +4,7 @@
 #include <random>
 
 #include "core/checker.h"
+#include "core/device_search_bound.h"
 #include "core/lower_bound.h"
 #include "core/simulator.h"
 #include "heuristics/auto_method.h"
@@ -82,6 +83,29 @@ TEST(LocalSearch, StopsAtTheBoundAndOnRequest) {
   r = LocalSearch(Heterogeneous(24), *BuildOneFOneB(Heterogeneous(24)), opt);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->stop, SearchStop::kInterrupted);
+}
+
+// Unit costs, 3 devices, room for 2 activations, a round trip of 2: the
+// device search proves 21 where ComputeLowerBound gives 20. Told that bound,
+// auto stops where it meets it; without it, it spends its whole budget.
+TEST(Auto, StopsAtAKnownBound) {
+  const Problem p = testing::MakeProblem(
+      R"("devices": 3, "microbatches": 6, "stage_time": {"f": 1, "b": 1, "w": 1},
+         "offload_time": 1, "memory": {"activation": 1, "freed_by_b": 0.5, "limit": 2})");
+  const double bound = BestLowerBound(p);
+  ASSERT_DOUBLE_EQ(ComputeLowerBound(p).value, 20);
+  ASSERT_DOUBLE_EQ(bound, 21);
+  StatusOr<AutoResult> blind = RunAuto(p, Budget(20000, 1));
+  ASSERT_TRUE(blind.ok()) << blind.status().message();
+  ASSERT_DOUBLE_EQ(blind->solution.sim.objective, bound);  // optimal, but auto cannot tell
+  EXPECT_NE(blind->search.stop, SearchStop::kBound);
+  SearchOptions told = Budget(20000, 1);
+  told.known_bound = bound;
+  StatusOr<AutoResult> r = RunAuto(p, told);
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ(r->solution.sim.objective, bound);
+  EXPECT_EQ(r->search.stop, SearchStop::kBound);
+  EXPECT_LT(r->search.evaluations, blind->search.evaluations);
 }
 
 // auto is never worse than its best seed, and reports every seed.
