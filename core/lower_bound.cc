@@ -232,16 +232,40 @@ double MemoryBound(const Problem& p, const std::vector<Phases>& phases,
     std::sort(v.begin(), v.end(),
               [](const Item& x, const Item& y) { return x.save * y.cost > y.save * x.cost; });
   }
-  // Least link time for device d to fit its memory-time under T - edges; inf if it cannot.
+  // Least link time for device d to fit its memory-time under T - edges; inf
+  // if it cannot. An activation is offloaded or not: the counts per stage are
+  // whole, searched best ratio first under the fractional (greedy) bound of
+  // the rest; past kMaxNodes the fractional value (never above) is taken.
+  constexpr int kMaxNodes = 20000;
   const auto link_time = [&](int d, double T) {
-    double need = keep[d] - std::max(0.0, T - edges[d]), cost = 0;
-    for (const Item& it : items[d]) {
-      if (need <= 0) break;
-      const double take = std::min<double>(M, need / it.save);
-      cost += take * it.cost;
-      need -= take * it.save;
-    }
-    return need > 1e-12 * std::max(1.0, keep[d]) ? std::numeric_limits<double>::infinity() : cost;
+    const std::vector<Item>& v = items[d];
+    const double eps = 1e-12 * std::max(1.0, keep[d]);
+    const double need = keep[d] - std::max(0.0, T - edges[d]);
+    // The fractional least cost of covering `rest` with items i.. (inf: cannot).
+    const auto fractional = [&](std::size_t i, double rest) {
+      double cost = 0;
+      for (; i < v.size() && rest > eps; ++i) {
+        const double take = std::min<double>(M, rest / v[i].save);
+        cost += take * v[i].cost;
+        rest -= take * v[i].save;
+      }
+      return rest > eps ? std::numeric_limits<double>::infinity() : cost;
+    };
+    const double relaxed = fractional(0, need);
+    if (!std::isfinite(relaxed) || need <= eps) return relaxed;
+    double best = std::numeric_limits<double>::infinity();
+    int nodes = 0;
+    const auto search = [&](auto&& self, std::size_t i, double rest, double cost) -> void {
+      if (rest <= eps) {
+        best = std::min(best, cost);
+        return;
+      }
+      if (i == v.size() || ++nodes > kMaxNodes || cost + fractional(i, rest) >= best - eps) return;
+      const int most = std::min(M, static_cast<int>(std::ceil(rest / v[i].save - 1e-9)));
+      for (int n = most; n >= 0; --n) self(self, i + 1, rest - n * v[i].save, cost + n * v[i].cost);
+    };
+    search(search, 0, need, 0.0);
+    return nodes > kMaxNodes ? relaxed : best;
   };
   const auto fits = [&](double T) {
     double total = 0;

@@ -30,10 +30,11 @@
 //    chain up to s plus f_s) nor after the last reload but b_s and what must
 //    follow a B(s) (its W, or the B chain below s): T less those two edges.
 //    So makespan >= the least T for which the devices of each link can
-//    offload (fractionally, the LP relaxation: a fractional knapsack by
-//    saving per link time) enough to bring their memory-time under C_d T
-//    with at most T - edges of link time; for device_span, each device alone
-//    with its own copies, within its span.
+//    offload enough to bring their memory-time under C_d T with at most
+//    T - edges of link time (whole activations per stage: for each device a
+//    small covering knapsack, searched best saving per link time first under
+//    its fractional bound, which it falls back to past 20,000 nodes); for
+//    device_span, each device alone with its own copies, within its span.
 //    Weighted: an activation counts w(x) per unit of time while it holds
 //    amount x (whole a, a - freed_by_b waiting for W, a - offloadable on the
 //    host), with any amounts that fit in C_d together weighing at most 1, and
