@@ -36,6 +36,7 @@ struct Relaxed {
   bool split = true;
   double room = kInf;
   int max_offloads = std::numeric_limits<int>::max();  // over all lanes
+  double grain = 0;  // TimeGrain(p): the problem's least makespan is a multiple of it
   std::vector<Lane> lanes;
 };
 
@@ -75,17 +76,22 @@ class Search {
   // whose first incumbents are poor. A probe that finds none proves T; one
   // that finds some and ends has found the least; one cut short bounds by the
   // least node it left. After a probe proves T the next one goes twice as far
-  // above the proven bound; after one is cut short, half as far (each probe
-  // may take half of the nodes left).
+  // above the proven bound; after one is cut short, one grain above it (half
+  // as far without a grain), never above a completion found (each probe may
+  // take half of the nodes left). With a grain g every target is a multiple
+  // of it: "none before k g" proves k g for the problem (see Up).
   double Run() {
     const State root_state = Root();
     const double root = NodeBound(root_state);
     double lo = root;
-    double step = std::max(1e-2 * lo, 1e3 * tol_);
+    const double g = r_.grain;
+    double step = std::max({1e-2 * lo, 1e3 * tol_, g});
+    double found = kInf;  // the least completion any probe found
     while (true) {
       // Past twice the root's bound, one last search without a target (it
       // also tells a relaxation with no schedule at all: infinity).
-      const double target = lo + step > 2 * std::max(root, 1.0) ? kInf : lo + step;
+      double target = lo + step > 2 * std::max(root, 1.0) ? kInf : lo + step;
+      target = std::min(Up(target), found);
       probe_limit_ = nodes_ + std::max<std::int64_t>(1, (max_nodes_ - nodes_) / 2);
       best_ = target;
       open_min_ = kInf;
@@ -93,18 +99,24 @@ class Search {
       memo_.clear();
       stored_ = 0;
       Dfs(root_state);
+      if (best_ < target) found = std::min(found, best_);
       if (!cut_short_) {
         // The least makespan (infinity: none) when it ran to its end below the target.
-        if (best_ < target || target == kInf) return best_;
+        if (best_ < target || target == kInf || target >= found) return best_;
         lo = target - tol_;
         step *= 2;
         continue;
       }
       exhausted_ = true;
       lo = std::max(lo, std::min(best_, open_min_));
-      if (best_ < target || nodes_ >= max_nodes_ || OutOfTime()) return lo;
-      step /= 2;
-      if (step < 1e3 * tol_) return lo;
+      if (nodes_ >= max_nodes_ || OutOfTime() || found <= lo + tol_) return lo;
+      if (g > 0) {
+        if (target <= Up(lo) + g + tol_) return lo;  // it was the least target left
+        step = g;
+      } else {
+        step = std::min(step, found - lo) / 2;
+        if (step < 1e3 * tol_) return lo;
+      }
     }
   }
   bool finished() const { return !exhausted_; }
@@ -336,23 +348,32 @@ class Search {
 
   void Dfs(const State& s) {
     if (Exhausted()) {
-      open_min_ = std::min(open_min_, NodeBound(s));
+      open_min_ = std::min(open_min_, Up(NodeBound(s)));
       return;
     }
     if (Done(s)) {
       best_ = std::min(best_, s.obj);
       return;
     }
-    if (NodeBound(s) >= best_ - tol_ || Dominated(s)) return;
+    if (Up(NodeBound(s)) >= best_ - tol_ || Dominated(s)) return;
     for (const Move& mv : Moves(s)) {
       State n = Apply(s, mv);
       if (cut_short_) {
-        open_min_ = std::min(open_min_, NodeBound(n));
+        open_min_ = std::min(open_min_, Up(NodeBound(n)));
         continue;
       }
-      if (n.obj >= best_ - tol_) continue;
+      if (Up(n.obj) >= best_ - tol_) continue;
       Dfs(n);
     }
+  }
+
+  // A bound on a node's completions raised to the grain g: a problem with a
+  // schedule ending before a multiple T of g has one ending by T - g
+  // (TimeGrain), whose image here ends no later; so a probe at T loses
+  // nothing it looks for by pruning the nodes whose completions all end
+  // after T - g.
+  double Up(double x) const {
+    return r_.grain > 0 && x < kInf ? std::ceil(x / r_.grain - 1e-9) * r_.grain : x;
   }
 
   static constexpr std::int64_t kMaxStored = 400000;
@@ -475,6 +496,7 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
   const auto relaxed = [&](int d) {
     Relaxed r;
     r.M = M;
+    r.grain = TimeGrain(p);
     r.split = p.split_backward;
     if (p.memory_limit) r.room = (*p.memory_limit)[d] - p.static_memory[d];
     int prev = -1;  // the device's previous stage

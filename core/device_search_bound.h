@@ -43,7 +43,10 @@
 // whose times are all no earlier than a visited state's with the same counts
 // are pruned. It probes upward from the bound of the empty state: a probe at
 // T looks only for completions ending before T (it proves T when it finds
-// none, the least makespan when it finds some). The least makespan of the
+// none, the least makespan when it finds some). With a time grain g
+// (TimeGrain) the targets are multiples of g and a node is pruned when its
+// bound, raised to g, reaches the target: the problem's least makespan is a
+// multiple of g. The least makespan of the
 // relaxation is a lower bound on the problem's; a search cut short by its
 // budget reports the best bound it proved or the least bound of the nodes it
 // left (cost: about 2 us a node; 4x8 problems with one stage a device finish
