@@ -74,7 +74,8 @@ class Search {
   // runs out. Probes upward from the root's bound: a probe at T searches
   // only for completions ending before T, which prunes far more than a search
   // whose first incumbents are poor. A probe that finds none proves T; one
-  // that finds some and ends has found the least; one cut short bounds by the
+  // that finds some and ends has found the least (with a grain, up to the
+  // grain: none ends a grain earlier); one cut short bounds by the
   // least node it left. After a probe proves T the next one goes twice as far
   // above the proven bound; after one is cut short, one grain above it (half
   // as far without a grain), never above a completion found (each probe may
