@@ -55,6 +55,14 @@ StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
   return std::move(r->solution);
 }
 
+// The core bound (BestLowerBound), its device search held to a tenth of the
+// time limit (cut short, it still bounds).
+double CoreBound(const Problem& p, const SolveOptions& opt) {
+  DeviceSearchOptions search;
+  search.time_limit_s = 0.1 * opt.time_limit_s;
+  return BestLowerBound(p, search);
+}
+
 SearchOptions Heuristic(const SolveOptions& opt) {
   SearchOptions o;
   o.time_limit_s = opt.time_limit_s;
@@ -94,9 +102,7 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
   }
   // Warm start: auto with a fifth of the budget (or the quick pass's schedule,
   // if better), stopping where it meets the core bound (a tenth of the budget).
-  DeviceSearchOptions search_bound;
-  search_bound.time_limit_s = 0.1 * opt.time_limit_s;
-  const double core_bound = std::max(BestLowerBound(p, search_bound), quick ? quick->bound : 0.0);
+  const double core_bound = std::max(CoreBound(p, opt), quick ? quick->bound : 0.0);
   SearchOptions search = Heuristic(opt);
   search.time_limit_s = opt.time_limit_s / 5;
   if (!opt.evaluations) search.known_bound = core_bound;
@@ -136,9 +142,7 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
   // auto stops where it meets it (not with an evaluation budget, which must
   // give the same schedule on every run: a search cut short by the clock
   // bounds less on a slower machine).
-  DeviceSearchOptions search_bound;
-  search_bound.time_limit_s = 0.1 * opt.time_limit_s;
-  double bound = BestLowerBound(p, search_bound);
+  double bound = CoreBound(p, opt);
   SearchOptions search = Heuristic(opt);
   search.time_limit_s = std::max(0.0, opt.time_limit_s - Since(t0));
   if (!opt.evaluations) search.known_bound = bound;
