@@ -139,11 +139,15 @@ TEST(LowerBound, WholeActivationsThatDoNotShareTheRoom) {
 // together), each micro-batch takes 4 (F0 F1 B1 B0) + 1/2 (W0) of the span:
 // 3 micro-batches 13.5, where whole activations alone give 12 + 1 and the
 // amounts over the room they can fill (1.2) 3 x 4.6 / 1.2 = 11.5. Brute force: 15.
-TEST(LowerBound, WeighsWhatCannotShareTheRoom) {
-  Problem p = testing::MakeProblem(
+Problem RoomForOneWholeOrTwoWaiting() {
+  return testing::MakeProblem(
       R"("devices": 2, "microbatches": 3, "split_backward": true,
          "stage_time": {"f": 1, "b": 1, "w": 1}, "memory": {"activation": [1, 0],
          "freed_by_b": [0.4, 0], "static": 0, "limit": [1.3, 1]})");
+}
+
+TEST(LowerBound, WeighsWhatCannotShareTheRoom) {
+  const Problem p = RoomForOneWholeOrTwoWaiting();
   EXPECT_NEAR(ComputeLowerBound(p).memory_bound, 13.5, 1e-6);
   EXPECT_NEAR(testing::BruteForceOptimum(p, false), 15, 1e-9);  // above it, as a bound must be
 }
@@ -166,14 +170,12 @@ TEST(LowerBound, TheLinkIdlesBeforeTheFirstForwardAndAfterTheLastReload) {
 }
 
 // The bound rises to the next multiple of the time grain, the largest step
-// every duration and comm time is a multiple of (then every objective is).
-// Memory-time 13.5 on integer times proves 14 (brute force: 15); a bound
-// already on the grain stays; without a grain (a third) nothing is rounded.
+// every duration and comm time is a multiple of (then the least objective is).
+// Memory-time 13.5 on integer times (the room above) proves 14 (brute force:
+// 15); a bound already on the grain stays; without a grain (a third) nothing
+// is rounded.
 TEST(LowerBound, RisesToTheTimeGrain) {
-  Problem p = testing::MakeProblem(
-      R"("devices": 2, "microbatches": 3, "split_backward": true,
-         "stage_time": {"f": 1, "b": 1, "w": 1}, "memory": {"activation": [1, 0],
-         "freed_by_b": [0.4, 0], "static": 0, "limit": [1.3, 1]})");
+  Problem p = RoomForOneWholeOrTwoWaiting();
   EXPECT_DOUBLE_EQ(TimeGrain(p), 1);
   EXPECT_NEAR(ComputeLowerBound(p).memory_bound, 13.5, 1e-6);
   EXPECT_DOUBLE_EQ(ComputeLowerBound(p).value, 14);
