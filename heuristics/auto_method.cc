@@ -44,7 +44,7 @@ Movable MovableActivations(const Problem& p, const Schedule& s, const std::vecto
 
 // A change to the list scheduler's options in ListTuner: kOffloadRule,
 // kLonger / kShorter (reload look-ahead), kEagerW, kCopyOrder (offloads
-// or reloads first on a link), kDeeper / kShallower (every stage's warm-up
+// or reloads first on a link), kBreadthFirst, kDeeper / kShallower (every stage's warm-up
 // depth one step, where it stays in range); 0 <= move < 2S steps
 // stage move / 2's warm-up depth; 2S <= move < 2S + SM toggles activation
 // move - 2S (see Movable), move >= 2S + SM sends activation move - 2S - SM
@@ -56,13 +56,17 @@ enum : int {
   kEagerW = -4,
   kCopyOrder = -5,
   kDeeper = -6,
-  kShallower = -7
+  kShallower = -7,
+  kBreadthFirst = -8
 };
 bool ApplyMove(const Problem& p, int move, ListOptions& o) {
   const int S = p.stages(), SM = S * p.microbatches;
   switch (move) {
     case kCopyOrder:
       o.offload_first = !o.offload_first;
+      return true;
+    case kBreadthFirst:
+      o.breadth_first = !o.breadth_first;
       return true;
     case kOffloadRule:
       o.offload_warmup = !o.offload_warmup;
@@ -114,7 +118,7 @@ struct Tuned {
 // kept or sent left to the rules again, or one the rules keep sent; at most
 // kToggleMoves and kSendMoves of these per round, drawn at random where there
 // are more), the offload rule, the reload look-ahead (1-3), the link's priority
-// between offloads and reloads, and eager W. The scheduler re-plans orders and
+// between offloads and reloads, eager W and breadth first. The scheduler re-plans orders and
 // copies around every change, so orders and offloads are chosen together, which
 // a link too slow to carry every activation needs. From a start, each round
 // takes the best improving move; at a local optimum the search kicks the
@@ -216,7 +220,7 @@ class ListTuner {
     while (GoOn() && !AtBound(t.sim)) {
       moves.clear();
       for (int i = 0; i < 2 * S; ++i) moves.push_back(i);
-      moves.insert(moves.end(), {kDeeper, kShallower});
+      moves.insert(moves.end(), {kDeeper, kShallower, kBreadthFirst});
       if (t.options.offload)
         moves.insert(moves.end(), {kOffloadRule, kLonger, kShorter, kCopyOrder});
       if (p_.split_backward) moves.push_back(kEagerW);

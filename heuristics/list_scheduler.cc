@@ -385,7 +385,11 @@ void ListScheduler::DispatchDevice(int d, double t) {
         ready_b_[d].push({-TailB(op.stage), double(op.microbatch), i});
         break;
       case OpType::kF:
-        ready_f_[d].push({double(op.microbatch), -double(op.stage), i});
+        if (opt_.breadth_first) {
+          ready_f_[d].push({double(op.stage), double(op.microbatch), i});
+        } else {
+          ready_f_[d].push({double(op.microbatch), -double(op.stage), i});
+        }
         break;
       default:
         ready_w_[d].push({double(op.microbatch), -double(op.stage), i});
@@ -400,9 +404,10 @@ void ListScheduler::DispatchDevice(int d, double t) {
     Start(i, d, t);
   };
   if (opt_.eager_w && !ready_w_[d].empty()) return take(ready_w_[d]);
-  if (!ready_b_[d].empty()) return take(ready_b_[d]);
-  // The first F (earliest micro-batch) whose stage is below its warm-up depth
-  // and whose activation fits; the others go back.
+  if (!opt_.breadth_first && !ready_b_[d].empty()) return take(ready_b_[d]);
+  // The first F (earliest micro-batch; breadth first, earliest stage) whose
+  // stage is below its warm-up depth and whose activation fits; the others go
+  // back. Breadth first, a B only when no F may start.
   auto& rf = ready_f_[d];
   skipped_.clear();
   int chosen = -1;
@@ -410,8 +415,10 @@ void ListScheduler::DispatchDevice(int d, double t) {
     const Ready r = rf.top();
     rf.pop();
     const Op f = sp_.At(r.op);
-    if (inflight_[f.stage] < cap_[f.stage] && Fits(d, p_.activation[f.stage], reserve_[f.stage]) &&
-        LeavesRoomForReload(d, f)) {
+    if (inflight_[f.stage] < cap_[f.stage] &&
+        (opt_.breadth_first
+             ? Fits(d, p_.activation[f.stage], 0)
+             : Fits(d, p_.activation[f.stage], reserve_[f.stage]) && LeavesRoomForReload(d, f))) {
       chosen = r.op;
     } else {
       skipped_.push_back(r);
@@ -420,6 +427,7 @@ void ListScheduler::DispatchDevice(int d, double t) {
   }
   for (const Ready& r : skipped_) rf.push(r);
   if (chosen >= 0) return Start(chosen, d, t);
+  if (!ready_b_[d].empty()) return take(ready_b_[d]);
   if (!ready_w_[d].empty()) return take(ready_w_[d]);
 }
 
@@ -446,9 +454,14 @@ void ListScheduler::DispatchLink(int l, double t) {
   double wake = kNever;  // the next time a reload skipped as early becomes due
   for (int s : link_stages_[l]) {
     const int d = p_.stage_device[s];
+    // Breadth first, a device runs the backwards of its later stages first.
+    int before = 0;
+    if (opt_.breadth_first) {
+      for (int u : deeper_[s]) before += M_ - b_started_[u];
+    }
     for (const Waiting& w : waiting_[s]) {
       const int m = w.microbatch;
-      if (m - b_started_[s] >= opt_.reload_lookahead) break;  // and every later one
+      if (before + m - b_started_[s] >= opt_.reload_lookahead) break;  // and every later one
       if (best && (m > best->microbatch || (m == best->microbatch && w.arrival > best->arrival)))
         break;
       if (const double due = EarliestReload(s, m); t < due - 1e-9) {
@@ -581,6 +594,19 @@ std::vector<ListOptions> ListOptionGrid(const Problem& p) {
       }
     }
   }
+  // Breadth first, every micro-batch in, offloading what the warm-up rule
+  // allows (the tuner lowers the depths and keeps activations from there).
+  if (can_offload) {
+    for (bool eager : {false, true}) {
+      if (eager && !p.split_backward) continue;
+      ListOptions o;
+      o.eager_w = eager;
+      o.offload_warmup = true;
+      o.warmup_depth.assign(p.stages(), p.microbatches);
+      o.breadth_first = true;
+      grid.push_back(o);
+    }
+  }
   return grid;
 }
 
@@ -601,7 +627,8 @@ StatusOr<ListChoice> BestListChoice(const Problem& p, const SearchOptions& opt) 
       },
       [&](int i) {
         const ListOptions& o = grid[i];
-        return "warm-up x" + FormatNumber(o.warmup_scale) + (o.eager_w ? ", eager W" : ", lazy W") +
+        return (o.breadth_first ? "breadth first" : "warm-up x" + FormatNumber(o.warmup_scale)) +
+               (o.eager_w ? ", eager W" : ", lazy W") +
                (o.offload ? ", offload, look-ahead " + std::to_string(o.reload_lookahead) : "") +
                (o.offload_warmup ? ", in warm-up" : "") +
                (o.keep_every > 0 ? ", keep 1 in " + std::to_string(o.keep_every) : "");

@@ -23,6 +23,11 @@
 // to carry them all. Copies of devices sharing a host link take turns on it;
 // a reload that is due goes before a ready offload (a backward waits for it),
 // or, as an option, after it (the offload frees room a forward waits for).
+// As an option the scheduler goes breadth first: every forward it may start
+// before any backward, which, with every activation offloaded, turns a link
+// too slow for 1F1B's steady state into two phases, the forwards as fast as
+// the link takes their activations and the backwards with the reloads of the
+// next ones hidden behind them (ListOptions::breadth_first).
 // Reloads, and forwards passed over while ready, are held at the time the
 // scheduler started them (Schedule::release): replayed as soon as possible
 // they would take memory planned for others.
@@ -72,6 +77,13 @@ struct ListOptions {
   std::vector<int> warmup_depth;
   // A host link starts a ready offload before a due reload (false: the reload).
   bool offload_first = false;
+  // Breadth first (GPipe's order where the warm-up depth lets every
+  // micro-batch in): a device starts any forward it may before a backward,
+  // its stages one after another (every micro-batch of the first, then of the
+  // next), keeping no room for its later stages; its backwards run later
+  // stage first, and a reload waits until fewer than reload_lookahead
+  // backwards of the device precede its own in that order.
+  bool breadth_first = false;
 };
 
 // The warm-up depth per stage that `opt` gives (see ListOptions).

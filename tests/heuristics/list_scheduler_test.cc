@@ -255,6 +255,45 @@ TEST(ListScheduler, OffloadFirstLetsReadyOffloadsPassDueReloads) {
   }
 }
 
+// Room for two activations, a round trip (2 + 2) longer than a micro-batch's
+// forward and backward on a stage (1 + 2): breadth first, device 0 runs its
+// forwards stage by stage, then its backwards later stage first, each one's
+// reload started while the backward before it runs (a look-ahead of one
+// backward of the device), so only the first backward can wait for its copy.
+TEST(ListScheduler, BreadthFirstRunsForwardsThenBackwardsWithReloadsAhead) {
+  const Problem p = testing::MakeProblem(
+      R"("devices": 4, "microbatches": 4, "stages_per_device": 2, "split_backward": false,
+         "stage_time": {"f": 1, "b": 2}, "offload_time": 2, "memory": {"activation": 1,
+         "limit": 2})");
+  ListOptions o;
+  o.breadth_first = true;
+  o.offload_warmup = true;
+  o.warmup_depth.assign(p.stages(), p.microbatches);
+  const StatusOr<Schedule> s = ListSchedule(p, o);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const SimResult r = Timed(p, *s);
+  for (double peak : r.peak_memory) EXPECT_LE(peak, 2);
+  std::vector<Op> expected;
+  for (int stage : {0, 4}) {
+    for (int m = 0; m < 4; ++m) expected.push_back({OpType::kF, stage, m});
+  }
+  for (int stage : {4, 0}) {
+    for (int m = 0; m < 4; ++m) expected.push_back({OpType::kB, stage, m});
+  }
+  EXPECT_EQ(s->compute[0], expected);
+  const OpSpace sp = p.op_space();
+  for (std::size_t k = 9; k < expected.size(); ++k) {
+    const Op b = expected[k];
+    const int reload = sp.Index(OpType::kR, b.stage, b.microbatch);
+    ASSERT_FALSE(std::isnan(r.start[reload])) << ToString(b) << " was not offloaded";
+    EXPECT_LE(r.start[reload], r.start[sp.Index(expected[k - 1])] + 1e-9) << ToString(b);
+  }
+  // The default (1F1B-like warm-up, backwards first) interleaves them.
+  const StatusOr<Schedule> one = ListSchedule(p, ListOptions{});
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  EXPECT_NE(one->compute[0], expected);
+}
+
 TEST(ListScheduler, RandomProblemsWithLimitsAreValidOrInfeasible) {
   std::mt19937 rng(5);
   int valid = 0;
