@@ -8,6 +8,7 @@
 #include <functional>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "core/lower_bound.h"
 #include "heuristics/list_scheduler.h"
@@ -141,8 +142,10 @@ class ListTuner {
         rng_(opt.seed),
         arena_(opt.threads > 0 ? opt.threads : tbb::task_arena::automatic) {}
 
-  // The best setting found from `base`; nullopt when it never beats `bar`.
-  std::optional<Solution> Run(const ListChoice& base, const SimResult& bar) {
+  // The best setting found from `base` and its schedule; nullopt when it
+  // never beats `bar`.
+  std::optional<std::pair<ListOptions, Solution>> Run(const ListChoice& base,
+                                                      const SimResult& bar) {
     constexpr int kStarts = 4;
     StatusOr<SimResult> first = Simulate(p_, base.schedule);
     if (!first.ok()) return std::nullopt;
@@ -156,7 +159,7 @@ class ListTuner {
     }
     StatusOr<SimResult> sim = Simulate(p_, best.schedule);  // the simulator has the last word
     if (!sim.ok() || !Better(*sim, bar)) return std::nullopt;
-    return Solution{std::move(best.schedule), std::move(*sim)};
+    return std::pair{std::move(best.options), Solution{std::move(best.schedule), std::move(*sim)}};
   }
 
  private:
@@ -435,14 +438,14 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
   }
   // Half of what is left tunes the list scheduler's knobs; the rest searches orders.
   std::int64_t evaluations = 0;
-  std::optional<Solution> tuned;
+  std::optional<std::pair<ListOptions, Solution>> tuned;
   if (list) {
     tuned = ListTuner(p, opt, left() / 2, opt.max_evaluations.value_or(0) / 2, &evaluations)
                 .Run(*list, best->sim);
   }
   if (tuned) {
-    best = std::move(*tuned);
-    res.winner = "list (tuned)";
+    best = std::move(tuned->second);
+    res.winner = "list (tuned: " + Describe(p, tuned->first) + ")";
   }
   std::vector<Start> starts;
   for (std::size_t i = 0; i < seeds.size(); ++i) {

@@ -31,7 +31,7 @@ struct SeedOutcome {
 struct AutoResult {
   Solution solution;
   std::vector<SeedOutcome> seeds;
-  std::string winner;          // the seed the search started from
+  std::string winner;          // the seed the search started from ("list (tuned: SETTING)")
   SearchResult search;         // what the searches did together (its schedule is `solution`)
   int restarts = 0;            // searches from other seeds after the first
   int reseeds = 0;             // searches of the incumbent with other draws, when time was left

@@ -7,6 +7,8 @@
 #include <limits>
 #include <optional>
 #include <queue>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "core/event.h"
@@ -572,6 +574,29 @@ StatusOr<Schedule> ListSchedule(const Problem& p, const ListOptions& opt, SimRes
 
 namespace optpipe {
 
+std::string Describe(const Problem& p, const ListOptions& o) {
+  std::ostringstream out;
+  out << (o.breadth_first ? "breadth first" : "1F1B-like");
+  if (o.warmup_depth.empty()) {
+    out << ", warm-up x" << FormatNumber(o.warmup_scale);
+  } else if (!o.breadth_first || std::any_of(o.warmup_depth.begin(), o.warmup_depth.end(),
+                                             [&](int d) { return d < p.microbatches; })) {
+    const auto [lo, hi] = std::minmax_element(o.warmup_depth.begin(), o.warmup_depth.end());
+    out << ", warm-up depth " << *lo;
+    if (*hi > *lo) out << "-" << *hi;
+  }
+  if (p.split_backward) out << (o.eager_w ? ", eager W" : ", lazy W");
+  if (!o.offload || !p.offload_allowed() || !p.memory_limited()) return out.str();
+  out << ", offload, look-ahead " << o.reload_lookahead;
+  if (o.offload_warmup) out << ", in warm-up";
+  if (o.offload_first) out << ", offloads first";
+  if (o.keep_every > 0) out << ", keep 1 in " << o.keep_every;
+  const auto count = [&](char c) { return std::count(o.choice.begin(), o.choice.end(), c); };
+  if (const auto kept = count(ListOptions::kKeep); kept > 0) out << ", " << kept << " kept";
+  if (const auto sent = count(ListOptions::kSend); sent > 0) out << ", " << sent << " sent";
+  return out.str();
+}
+
 std::vector<ListOptions> ListOptionGrid(const Problem& p) {
   std::vector<ListOptions> grid;
   const bool can_offload = p.offload_allowed() && p.memory_limited();
@@ -625,15 +650,7 @@ StatusOr<ListChoice> BestListChoice(const Problem& p, const SearchOptions& opt) 
         StatusOr<Schedule> s = ListSchedule(p, grid[i]);
         return s.ok() ? std::optional<Schedule>(std::move(*s)) : std::nullopt;
       },
-      [&](int i) {
-        const ListOptions& o = grid[i];
-        return (o.breadth_first ? "breadth first" : "warm-up x" + FormatNumber(o.warmup_scale)) +
-               (o.eager_w ? ", eager W" : ", lazy W") +
-               (o.offload ? ", offload, look-ahead " + std::to_string(o.reload_lookahead) : "") +
-               (o.offload_warmup ? ", in warm-up" : "") +
-               (o.keep_every > 0 ? ", keep 1 in " + std::to_string(o.keep_every) : "");
-      },
-      opt, &chosen);
+      [&](int i) { return Describe(p, grid[i]); }, opt, &chosen);
   if (!s.ok()) return s.status();
   return ListChoice{grid[chosen], std::move(*s)};
 }

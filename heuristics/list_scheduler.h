@@ -38,6 +38,7 @@
 //   StatusOr<Schedule> s = ListSchedule(problem, opt);
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "core/problem.h"
@@ -100,6 +101,9 @@ std::vector<char> Choices(const Problem& p, const ListOptions& opt);
 // simulate only what it keeps.
 StatusOr<Schedule> ListSchedule(const Problem& p, const ListOptions& opt,
                                 SimResult* timing = nullptr);
+
+// The setting in words: "breadth first, lazy W, offload, look-ahead 1, 3 kept".
+std::string Describe(const Problem& p, const ListOptions& opt);
 
 // The settings BuildList tries: warm-up scales, eager/lazy W, offload on/off
 // and reload look-ahead (only where they make a difference for `p`).

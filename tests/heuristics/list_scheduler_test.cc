@@ -269,6 +269,7 @@ TEST(ListScheduler, BreadthFirstRunsForwardsThenBackwardsWithReloadsAhead) {
   o.breadth_first = true;
   o.offload_warmup = true;
   o.warmup_depth.assign(p.stages(), p.microbatches);
+  EXPECT_EQ(Describe(p, o), "breadth first, offload, look-ahead 1, in warm-up");
   const StatusOr<Schedule> s = ListSchedule(p, o);
   ASSERT_TRUE(s.ok()) << s.status().message();
   const SimResult r = Timed(p, *s);
@@ -289,6 +290,7 @@ TEST(ListScheduler, BreadthFirstRunsForwardsThenBackwardsWithReloadsAhead) {
     EXPECT_LE(r.start[reload], r.start[sp.Index(expected[k - 1])] + 1e-9) << ToString(b);
   }
   // The default (1F1B-like warm-up, backwards first) interleaves them.
+  EXPECT_EQ(Describe(p, ListOptions{}), "1F1B-like, warm-up x1, offload, look-ahead 1");
   const StatusOr<Schedule> one = ListSchedule(p, ListOptions{});
   ASSERT_TRUE(one.ok()) << one.status().message();
   EXPECT_NE(one->compute[0], expected);
