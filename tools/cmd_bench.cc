@@ -59,25 +59,30 @@ int Run(const Args& a) {
       }
     }
   }
-  std::vector<BenchRow> rows;
-  int invalid = 0;
+  // Every file is read before any method runs: a bad one fails at once.
+  std::vector<Problem> problems;
   for (const std::string& path : a.problems) {
     StatusOr<Problem> p = LoadProblem(path);
     if (!p.ok()) return Fail(p.status());
+    problems.push_back(std::move(*p));
+  }
+  std::vector<BenchRow> rows;
+  int invalid = 0;
+  for (const Problem& problem : problems) {
     const std::size_t first = rows.size();
-    double bound = BestLowerBound(*p);
+    double bound = BestLowerBound(problem);
     for (const std::string& m : methods) {
-      std::cerr << "optpipe: bench " << p->name << " (" << p->devices << "x" << p->microbatches
-                << ") " << m << "\n";
+      std::cerr << "optpipe: bench " << problem.name << " (" << problem.devices << "x"
+                << problem.microbatches << ") " << m << "\n";
       BenchRow row;
-      row.problem = p->name;
+      row.problem = problem.name;
       row.method = m;
       SolveOptions opt = a.search;
       opt.time_limit_s = a.time_limit_s;
       if (a.verbose)
         opt.log = [](const std::string& line) { std::cerr << "optpipe: " << line << "\n"; };
       const auto t0 = std::chrono::steady_clock::now();
-      StatusOr<Solved> s = SolveDetailed(*p, m, opt);
+      StatusOr<Solved> s = SolveDetailed(problem, m, opt);
       row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (!s.ok()) {
         const StatusCode code = s.status().code();
@@ -90,7 +95,7 @@ int Run(const Args& a) {
         continue;
       }
       const SimResult& sim = s->solution.sim;
-      const CheckReport rep = CheckSchedule(*p, ToTimed(*p, s->solution.schedule, sim));
+      const CheckReport rep = CheckSchedule(problem, ToTimed(problem, s->solution.schedule, sim));
       row.status = "ok";
       row.termination = s->info.termination.value_or(rep.valid() ? "heuristic" : "");
       row.invalid = static_cast<int>(rep.errors.size());

@@ -94,6 +94,12 @@ PY
 want="problem,method,status" expect 0 "bench csv" -- "$bin" bench "$unit" --methods 1f1b --format csv
 want="--format" expect 2 "bench unknown format" -- "$bin" bench "$unit" --methods 1f1b --format xml
 want="unknown method 'nope'" expect 2 "bench unknown method" -- "$bin" bench "$unit" --methods 1f1b,nope
+echo '{"format": "optpipe-problem/1", "devices": 2}' >"$tmp/bad.json"
+want="microbatches" expect 2 "bench with a malformed problem after a good one" -- "$bin" bench "$unit" \
+  "$tmp/bad.json" --methods 1f1b
+cp "$tmp/out" "$tmp/bad.out"
+check "bench reads every problem before it runs a method" -- \
+  bash -c '! grep -q "optpipe: bench" "$0"' "$tmp/bad.out"
 want="report.svg" expect 0 "bench --help" -- "$bin" bench --help
 
 echo "bench: $passed passed, $failed failed"
