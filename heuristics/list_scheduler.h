@@ -106,7 +106,8 @@ StatusOr<Schedule> ListSchedule(const Problem& p, const ListOptions& opt,
 std::string Describe(const Problem& p, const ListOptions& opt);
 
 // The settings BuildList tries: warm-up scales, eager/lazy W, offload on/off
-// and reload look-ahead (only where they make a difference for `p`).
+// and reload look-ahead, and where offload applies breadth first with every
+// micro-batch in (only what makes a difference for `p`).
 std::vector<ListOptions> ListOptionGrid(const Problem& p);
 struct ListChoice {
   ListOptions options;
