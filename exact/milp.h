@@ -6,7 +6,9 @@
 // of every host link, with continuous start times and the memory rule of
 // FORMAT.md written exactly (exact/model.h has the formulation). A warm start
 // steers the first dive of branch and bound and caps the objective, so the
-// result is never worse than it. Every returned schedule is re-timed by the
+// result is never worse than it; where durations share a time grain the cap
+// is its largest multiple below the incumbent, and a model without schedules
+// proves the incumbent optimal. Every returned schedule is re-timed by the
 // core Simulator and passes CheckSchedule.
 //
 //   MilpOptions opt;
