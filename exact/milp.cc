@@ -327,10 +327,13 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
       free_hint = {&*best, &*best_sim};
     }
     hint = free_hint;
-    model = milp::BuildModel(p, bo, hint);
     restricted = false;
     lp.absolute_gap = default_gap;
-    cap_model();
+    if (capped_horizon()) {
+      cap_model();
+    } else {
+      model = milp::BuildModel(p, bo, hint);
+    }
     if (model.infeasible) return cap > 0 ? proven() : empty_model();
     out = milp::SolveWithLpSolve(model, lp);
     res.stats.nodes += out.nodes;
