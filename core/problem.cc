@@ -177,4 +177,10 @@ double AtGrain(const Problem& p, double bound) {
   return std::max(bound, std::ceil(q - 1e-9 * std::max(1.0, std::abs(q))) * g);
 }
 
+double BelowGrain(const Problem& p, double x) {
+  const double g = TimeGrain(p);
+  if (g <= 0 || !std::isfinite(x)) return x;
+  return (std::ceil(x / g - 1e-9) - 1) * g;
+}
+
 }  // namespace optpipe

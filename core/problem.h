@@ -106,6 +106,11 @@ double TimeGrain(const Problem& p);
 // error); `bound` itself where there is no grain.
 double AtGrain(const Problem& p, double bound);
 
+// The largest multiple of TimeGrain(p) below `x` (by more than rounding
+// error): a schedule better than one whose objective is x ends by it. `x`
+// itself where there is no grain.
+double BelowGrain(const Problem& p, double x);
+
 // Memory an op allocates at its start (F: activation, R: offloadable).
 inline double Allocates(const Problem& p, const Op& op) {
   switch (op.type) {

@@ -229,8 +229,7 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
   double cap = 0;  // the capped model's horizon, 0 while there is none
   const auto capped_horizon = [&]() -> std::optional<double> {
     if (grain <= 0 || !best) return std::nullopt;
-    const double k = std::ceil(milp::ModelObjective(p, *best_sim) / grain - 1e-9) - 1;
-    return k * grain;
+    return BelowGrain(p, milp::ModelObjective(p, *best_sim));
   };
   const auto cap_model = [&] {
     const std::optional<double> h = capped_horizon();

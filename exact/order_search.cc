@@ -299,7 +299,7 @@ OrderSearchResult SearchOrders(const Problem& p, double lower_bound, double incu
       target = std::floor(target / grain + 1e-9) * grain;
       if (target < res.bound - tol) target = AtGrain(p, res.bound);
       // Nothing left to probe below the ceiling (its largest multiple below it).
-      if (target > (std::ceil(ceiling / grain - 1e-9) - 1) * grain + tol) break;
+      if (target > BelowGrain(p, ceiling) + tol) break;
     } else if (ceiling - res.bound <= 1e-6 * ceiling) {
       break;
     }
