@@ -19,9 +19,19 @@ struct Move {
   int lane, from, to;  // kOffload*: lane = stage, from = micro-batch; kHold: from = op index
 };
 
+// Ties on the objective go to the lower sum of device spans, then to the
+// lower sum of op ends: on a plateau of equal makespans the walk moves
+// towards schedules with more slack to take the next improvement.
 double Secondary(const SimResult& r) {
   double sum = 0;
   for (double s : r.span) sum += s;
+  return sum;
+}
+double Tertiary(const SimResult& r) {
+  double sum = 0;
+  for (double e : r.end) {
+    if (!std::isnan(e)) sum += e;
+  }
   return sum;
 }
 
@@ -188,7 +198,11 @@ class MoveMaker {
 
 bool Better(const SimResult& a, const SimResult& b) {
   if (a.objective < b.objective - 1e-9) return true;
-  return a.objective <= b.objective + 1e-9 && Secondary(a) < Secondary(b) - 1e-9;
+  if (a.objective > b.objective + 1e-9) return false;
+  const double sa = Secondary(a), sb = Secondary(b);
+  if (sa < sb - 1e-9) return true;
+  if (sa > sb + 1e-9) return false;
+  return Tertiary(a) < Tertiary(b) - 1e-9;
 }
 
 Scorer::Scorer(const Problem& p, int threads)

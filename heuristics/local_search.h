@@ -9,8 +9,8 @@
 // move a copy one place on its link, and drop an op's hold (Schedule::release).
 // Each round draws a batch of moves from
 // a seeded generator, scores them in parallel (TBB) and applies the best
-// strictly better one (ties: lower secondary score — the sum of device spans —
-// then lower batch index). At a local optimum (20 rounds without a better
+// strictly better one (ties: the lower sum of device spans, then of op ends,
+// then the lower batch index). At a local optimum (20 rounds without a better
 // move) the walk restarts from the incumbent kicked by 1-4 random moves taken
 // together, which may pass through orders that do not run on their own
 // (iterated local search); it ends at a limit, at the lower bound, or after 300
@@ -85,7 +85,8 @@ class Scorer {
   tbb::enumerable_thread_specific<Simulator> sims_;
 };
 
-// The search order on results: lower objective, then lower sum of device spans.
+// The search order on results: lower objective, then lower sum of device spans,
+// then lower sum of op ends.
 bool Better(const SimResult& a, const SimResult& b);
 
 // `start` must simulate (kInvalidArgument / kInfeasible otherwise).

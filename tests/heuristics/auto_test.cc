@@ -88,6 +88,25 @@ TEST(LocalSearch, StopsAtTheBoundAndOnRequest) {
 // Unit costs, 3 devices, room for 2 activations, a round trip of 2: the
 // device search proves 21 where ComputeLowerBound gives 20. Told that bound,
 // auto stops where it meets it; without it, it spends its whole budget.
+// Equal objectives: the lower sum of device spans wins, then the lower sum of
+// op ends (slots a schedule does not use are NaN and count nothing).
+TEST(LocalSearch, TiesGoToShorterSpansThenEarlierEnds) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  SimResult a;
+  a.objective = 10;
+  a.span = {10, 8};
+  a.end = {1, 5, nan, 10};
+  SimResult b = a;
+  EXPECT_FALSE(Better(a, b));
+  b.end = {2, 5, nan, 10};
+  EXPECT_TRUE(Better(a, b));
+  EXPECT_FALSE(Better(b, a));
+  b.span = {10, 7};
+  EXPECT_TRUE(Better(b, a));
+  b.objective = 10.5;
+  EXPECT_TRUE(Better(a, b));
+}
+
 TEST(Auto, StopsAtAKnownBound) {
   const Problem p = testing::MakeProblem(
       R"("devices": 3, "microbatches": 6, "stage_time": {"f": 1, "b": 1, "w": 1},
