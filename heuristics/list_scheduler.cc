@@ -184,6 +184,29 @@ class ListScheduler {
   std::vector<int> front_;
   std::vector<double> front_end_;
   std::vector<std::vector<int>> awaiting_reload_;
+  // Express lanes (ListOptions::express): per micro-batch, whether it is one;
+  // per op, the time reserved for it (-1: none); per device, the reserved
+  // slots not yet started (by start) and the reserved ops that are ready.
+  struct Slot {
+    double start, end;
+    int op;
+  };
+  std::vector<char> express_;
+  std::vector<double> reserved_at_;
+  std::vector<std::vector<Slot>> slots_;
+  std::vector<std::vector<int>> express_ready_;
+  std::vector<double> busy_until_;  // per device: when its running op ends
+  Op ChainOp(int i, int m) const {
+    return i < S_ ? Op{OpType::kF, i, m} : Op{OpType::kB, 2 * S_ - 1 - i, m};
+  }
+  // When device d must be free again for a reserved op (kNever: no slot).
+  double NextSlot(int d) const { return slots_[d].empty() ? kNever : slots_[d].front().start; }
+  // t when micro-batch m's chain, its first forward starting at t, runs into
+  // no reserved slot and no running op; else the earliest end of one in its way.
+  double PathBlockedUntil(int m, double t) const;
+  void Reserve(int m, double t);
+  void CancelExpress(int m, double t);
+  void PushReady(int d, int i);
   std::vector<Ready> skipped_;  // scratch for DispatchDevice
   std::size_t total_ = 0, done_ = 0;
 };
@@ -228,6 +251,11 @@ void ListScheduler::Prepare() {
     chain_end_[i] = chain_start_[i] + Duration(p_, op);
   }
   awaiting_reload_.assign(D_, {});
+  express_.assign(M_, 0);
+  reserved_at_.assign(n, -1.0);
+  slots_.assign(D_, {});
+  express_ready_.assign(D_, {});
+  busy_until_.assign(D_, 0.0);
 
   tail_b_.assign(S_, 0.0);
   for (int s = 0; s < S_; ++s) {
@@ -239,6 +267,8 @@ void ListScheduler::Prepare() {
   for (int s = 0; s < S_; ++s) period_[p_.stage_device[s]] += p_.f[s] + p_.b[s] + p_.w[s];
   cap_ = WarmupDepths(p_, opt_);
   choice_ = Choices(p_, opt_);
+  for (int m = 0; m < M_ && opt_.express && S_ > 1; ++m)
+    express_[m] = Choice(0, m) == ListOptions::kKeep;
   reserve_.assign(S_, 0.0);
   deeper_.assign(S_, {});
   for (int s = 0; s < S_; ++s) {
@@ -281,8 +311,19 @@ void ListScheduler::Start(int i, int lane, double t) {
   mem_[d] += Allocates(p_, op);
   busy_[lane] = i;
   // Replayed as soon as possible, an op kept back on purpose would start
-  // earlier and take memory planned for others: hold it where it was put.
-  if (op.type == OpType::kR || kept_back_[i]) out_.release[i] = t;
+  // earlier and take memory planned for others: hold it where it was put. So
+  // is an op a device left waiting for a reserved slot that was then given up.
+  if (op.type == OpType::kR || kept_back_[i] ||
+      (opt_.express && lane < D_ && t > std::max(ready_at_[i], busy_until_[lane]) + 1e-9))
+    out_.release[i] = t;
+  if (lane < D_) busy_until_[lane] = t + Duration(p_, op);
+  if (reserved_at_[i] >= 0) {
+    auto& sl = slots_[d];
+    sl.erase(std::find_if(sl.begin(), sl.end(), [&](const Slot& x) { return x.op == i; }));
+    const bool late = t > reserved_at_[i] + 1e-9;
+    reserved_at_[i] = -1.0;
+    if (late) CancelExpress(op.microbatch, t);  // the rest of its chain would wait
+  }
   if (lane < D_) {
     out_.compute[lane].push_back(op);
   } else {
@@ -376,61 +417,145 @@ void ListScheduler::Finish(int i, double t) {
   }
 }
 
+void ListScheduler::PushReady(int d, int i) {
+  const Op op = sp_.At(i);
+  switch (op.type) {
+    case OpType::kB:
+      ready_b_[d].push({-TailB(op.stage), double(op.microbatch), i});
+      break;
+    case OpType::kF:
+      if (opt_.breadth_first) {
+        ready_f_[d].push({double(op.stage), double(op.microbatch), i});
+      } else {
+        ready_f_[d].push({double(op.microbatch), -double(op.stage), i});
+      }
+      break;
+    default:
+      ready_w_[d].push({double(op.microbatch), -double(op.stage), i});
+      break;
+  }
+}
+
+double ListScheduler::PathBlockedUntil(int m, double t) const {
+  double until = kNever;
+  for (int c = 1; c < 2 * S_; ++c) {
+    const int d = p_.stage_device[ChainOp(c, m).stage];
+    const double a = t + chain_start_[c], b = t + chain_end_[c];
+    if (busy_[d] >= 0 && busy_until_[d] > a + 1e-9) until = std::min(until, busy_until_[d]);
+    for (const Slot& x : slots_[d]) {
+      if (x.start < b - 1e-9 && a < x.end - 1e-9) until = std::min(until, x.end);
+    }
+  }
+  return until == kNever ? t : until;
+}
+
+void ListScheduler::Reserve(int m, double t) {
+  for (int c = 1; c < 2 * S_; ++c) {
+    const Op op = ChainOp(c, m);
+    const int i = sp_.Index(op.type, op.stage, m), d = p_.stage_device[op.stage];
+    reserved_at_[i] = t + chain_start_[c];
+    auto& sl = slots_[d];
+    const Slot x{t + chain_start_[c], t + chain_end_[c], i};
+    sl.insert(std::upper_bound(sl.begin(), sl.end(), x,
+                               [](const Slot& a, const Slot& b) { return a.start < b.start; }),
+              x);
+  }
+}
+
+// m's chain fell behind its reservations: free them; its ops that are ready
+// join the others.
+void ListScheduler::CancelExpress(int m, double t) {
+  for (int c = 1; c < 2 * S_; ++c) {
+    const Op op = ChainOp(c, m);
+    const int i = sp_.Index(op.type, op.stage, m), d = p_.stage_device[op.stage];
+    if (reserved_at_[i] < 0) continue;
+    reserved_at_[i] = -1.0;
+    auto& sl = slots_[d];
+    sl.erase(std::find_if(sl.begin(), sl.end(), [&](const Slot& x) { return x.op == i; }));
+    auto& er = express_ready_[d];
+    if (auto it = std::find(er.begin(), er.end(), i); it != er.end()) {
+      er.erase(it);
+      PushReady(d, i);
+    }
+    Wake(d, t);
+  }
+}
+
 void ListScheduler::DispatchDevice(int d, double t) {
   auto& fut = future_[d];
   while (!fut.empty() && fut.top().key1 <= t) {
     const int i = fut.top().op;
     fut.pop();
-    const Op op = sp_.At(i);
-    switch (op.type) {
-      case OpType::kB:
-        ready_b_[d].push({-TailB(op.stage), double(op.microbatch), i});
-        break;
-      case OpType::kF:
-        if (opt_.breadth_first) {
-          ready_f_[d].push({double(op.stage), double(op.microbatch), i});
-        } else {
-          ready_f_[d].push({double(op.microbatch), -double(op.stage), i});
-        }
-        break;
-      default:
-        ready_w_[d].push({double(op.microbatch), -double(op.stage), i});
-        break;
+    if (reserved_at_[i] >= 0) {
+      express_ready_[d].push_back(i);
+    } else {
+      PushReady(d, i);
     }
   }
   if (!fut.empty()) Wake(d, fut.top().key1);
   if (busy_[d] >= 0) return;
+  // An express op first; a forward that does not fit in memory gives up its lane.
+  while (!express_ready_[d].empty()) {
+    auto& er = express_ready_[d];
+    const auto it = std::min_element(
+        er.begin(), er.end(), [&](int a, int b) { return reserved_at_[a] < reserved_at_[b]; });
+    const int i = *it;
+    const Op op = sp_.At(i);
+    if (op.type == OpType::kF && !Fits(d, p_.activation[op.stage], 0)) {
+      CancelExpress(op.microbatch, t);
+      continue;
+    }
+    er.erase(it);
+    return Start(i, d, t);
+  }
+  // Other ops only where they end before the device's next reserved slot.
+  const double slot = NextSlot(d);
+  const auto fits_slot = [&](int i) { return t + Duration(p_, sp_.At(i)) <= slot + 1e-9; };
   const auto take = [&](MinHeap<Ready>& h) {
+    if (h.empty() || !fits_slot(h.top().op)) return false;
     const int i = h.top().op;
     h.pop();
     Start(i, d, t);
+    return true;
   };
-  if (opt_.eager_w && !ready_w_[d].empty()) return take(ready_w_[d]);
-  if (!opt_.breadth_first && !ready_b_[d].empty()) return take(ready_b_[d]);
+  if (opt_.eager_w && take(ready_w_[d])) return;
+  if (!opt_.breadth_first && take(ready_b_[d])) return;
   // The first F (earliest micro-batch; breadth first, earliest stage) whose
   // stage is below its warm-up depth and whose activation fits; the others go
-  // back. Breadth first, a B only when no F may start.
+  // back. Breadth first, a B only when no F may start. An express
+  // micro-batch's first forward also needs its chain's way clear.
   auto& rf = ready_f_[d];
   skipped_.clear();
   int chosen = -1;
+  double blocked = kNever;  // when a blocked express chain may find its way clear
   while (!rf.empty() && chosen < 0) {
     const Ready r = rf.top();
     rf.pop();
     const Op f = sp_.At(r.op);
-    if (inflight_[f.stage] < cap_[f.stage] &&
-        (opt_.breadth_first
-             ? Fits(d, p_.activation[f.stage], 0)
-             : Fits(d, p_.activation[f.stage], reserve_[f.stage]) && LeavesRoomForReload(d, f))) {
+    const bool lead = f.stage == 0 && express_[f.microbatch];
+    bool ok = inflight_[f.stage] < cap_[f.stage] && fits_slot(r.op) &&
+              (opt_.breadth_first ? Fits(d, p_.activation[f.stage], 0)
+                                  : Fits(d, p_.activation[f.stage], reserve_[f.stage]) &&
+                                        LeavesRoomForReload(d, f));
+    if (ok && lead) {
+      if (const double until = PathBlockedUntil(f.microbatch, t); until > t) {
+        blocked = std::min(blocked, until);
+        ok = false;
+      }
+    }
+    if (ok) {
       chosen = r.op;
+      if (lead) Reserve(f.microbatch, t);
     } else {
       skipped_.push_back(r);
       kept_back_[r.op] = 1;
     }
   }
   for (const Ready& r : skipped_) rf.push(r);
+  if (blocked < kNever) Wake(d, blocked);
   if (chosen >= 0) return Start(chosen, d, t);
-  if (!ready_b_[d].empty()) return take(ready_b_[d]);
-  if (!ready_w_[d].empty()) return take(ready_w_[d]);
+  if (take(ready_b_[d])) return;
+  take(ready_w_[d]);
 }
 
 void ListScheduler::DispatchLink(int l, double t) {
@@ -586,7 +711,11 @@ std::string Describe(const Problem& p, const ListOptions& o) {
     if (*hi > *lo) out << "-" << *hi;
   }
   if (p.split_backward) out << (o.eager_w ? ", eager W" : ", lazy W");
-  if (!o.offload || !p.offload_allowed() || !p.memory_limited()) return out.str();
+  if (o.express) out << ", express";
+  if (!o.offload || !p.offload_allowed() || !p.memory_limited()) {
+    if (o.express && o.keep_every > 0) out << " 1 in " << o.keep_every;
+    return out.str();
+  }
   out << ", offload, look-ahead " << o.reload_lookahead;
   if (o.offload_warmup) out << ", in warm-up";
   if (o.offload_first) out << ", offloads first";
@@ -612,8 +741,14 @@ std::vector<ListOptions> ListOptionGrid(const Problem& p) {
           if (warmup && !(off && can_offload)) continue;
           for (int keep : {0, 4, 3}) {
             if (keep > 0 && !warmup) continue;
-            for (double scale : {1.0, 1.5, 2.0, 0.5})
-              grid.push_back({scale, eager, off && can_offload, look, warmup, keep, {}, {}});
+            for (bool express : {false, true}) {
+              if (express && keep == 0) continue;
+              for (double scale : {1.0, 1.5, 2.0, 0.5}) {
+                ListOptions o{scale, eager, off && can_offload, look, warmup, keep, {}, {}};
+                o.express = express;
+                grid.push_back(o);
+              }
+            }
           }
         }
       }

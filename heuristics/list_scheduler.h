@@ -27,7 +27,10 @@
 // before any backward, which, with every activation offloaded, turns a link
 // too slow for 1F1B's steady state into two phases, the forwards as fast as
 // the link takes their activations and the backwards with the reloads of the
-// next ones hidden behind them (ListOptions::breadth_first).
+// next ones hidden behind them (ListOptions::breadth_first). As another, the
+// micro-batches kept on the first stage run express: each device reserves the
+// times their chains reach it and fits other ops around them, so that these
+// activations live shortest (ListOptions::express).
 // Reloads, and forwards passed over while ready, are held at the time the
 // scheduler started them (Schedule::release): replayed as soon as possible
 // they would take memory planned for others.
@@ -85,6 +88,13 @@ struct ListOptions {
   // stage first, and a reload waits until fewer than reload_lookahead
   // backwards of the device precede its own in that order.
   bool breadth_first = false;
+  // Express lanes: a micro-batch kept on the first stage runs its F..B chain
+  // without waiting; as its first forward starts, every device reserves the
+  // times its chain ops will run at, and other ops there start only if they
+  // end before the next reservation (a device may idle for one). Its
+  // activations live shortest, so a device short of memory and link keeps
+  // them instead of offloading them.
+  bool express = false;
 };
 
 // The warm-up depth per stage that `opt` gives (see ListOptions).
@@ -106,7 +116,8 @@ StatusOr<Schedule> ListSchedule(const Problem& p, const ListOptions& opt,
 std::string Describe(const Problem& p, const ListOptions& opt);
 
 // The settings BuildList tries: warm-up scales, eager/lazy W, offload on/off
-// and reload look-ahead, and where offload applies breadth first with every
+// and reload look-ahead, and where offload applies one micro-batch in 3 or 4
+// kept (with and without express lanes) and breadth first with every
 // micro-batch in (only what makes a difference for `p`).
 std::vector<ListOptions> ListOptionGrid(const Problem& p);
 struct ListChoice {

@@ -296,6 +296,37 @@ TEST(ListScheduler, BreadthFirstRunsForwardsThenBackwardsWithReloadsAhead) {
   EXPECT_NE(one->compute[0], expected);
 }
 
+// An express micro-batch runs its chain F(0)..F(S-1), B(S-1)..B(0) without a
+// wait: on unit costs B(0) ends 2S after F(0) starts. Without express lanes
+// 1F1B's steady state makes the later micro-batches wait for backwards.
+TEST(ListScheduler, ExpressMicrobatchesRunTheirChainWithoutWaiting) {
+  const Problem p = testing::MakeProblem(
+      R"("devices": 4, "microbatches": 8, "stage_time": {"f": 1, "b": 1, "w": 1},
+         "memory": {"activation": 1}, "offload_time": 2)");
+  const OpSpace sp = p.op_space();
+  const auto trip = [&](const SimResult& r, int m) {
+    return r.end[sp.Index(OpType::kB, 0, m)] - r.start[sp.Index(OpType::kF, 0, m)];
+  };
+  ListOptions o;
+  o.eager_w = true;
+  o.keep_every = 2;
+  const StatusOr<Schedule> plain = ListSchedule(p, o);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  const SimResult slow = Timed(p, *plain);
+  EXPECT_GT(trip(slow, 5), 8);
+  o.express = true;
+  EXPECT_EQ(Describe(p, o), "1F1B-like, warm-up x1, eager W, express 1 in 2");
+  SimResult mine;
+  const StatusOr<Schedule> s = ListSchedule(p, o, &mine);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const SimResult r = Timed(p, *s);
+  for (int m = 1; m < 8; m += 2) EXPECT_EQ(trip(r, m), 8) << "micro-batch " << m;
+  for (std::size_t i = 0; i < r.start.size(); ++i) {
+    if (std::isnan(r.start[i])) continue;
+    EXPECT_EQ(mine.start[i], r.start[i]) << ToString(sp.At(i));
+  }
+}
+
 TEST(ListScheduler, RandomProblemsWithLimitsAreValidOrInfeasible) {
   std::mt19937 rng(5);
   int valid = 0;
