@@ -15,7 +15,7 @@ namespace optpipe {
 namespace {
 
 struct Move {
-  enum Kind { kSwap, kShift, kOffload, kOffloadAdvance, kCopy, kHold } kind;
+  enum Kind { kSwap, kShift, kOffload, kOffloadAdvance, kKeepDelay, kCopy, kHold } kind;
   int lane, from, to;  // kOffload*: lane = stage, from = micro-batch; kHold: from = op index
 };
 
@@ -54,8 +54,10 @@ class MoveMaker {
     }
     const bool can_offload = p_.offload_allowed();
     if (can_offload && k <= 1) {
-      return {k == 0 ? Move::kOffload : Move::kOffloadAdvance, Uniform(rng, p_.stages()),
-              Uniform(rng, p_.microbatches), 0};
+      const Move::Kind kind = k == 0                 ? Move::kOffload
+                              : Uniform(rng, 2) == 0 ? Move::kOffloadAdvance
+                                                     : Move::kKeepDelay;
+      return {kind, Uniform(rng, p_.stages()), Uniform(rng, p_.microbatches), 0};
     }
     if (can_offload && k == 2) {
       const int l = Uniform(rng, static_cast<int>(s.copy.size()));
@@ -99,6 +101,8 @@ class MoveMaker {
         return ToggleOffload(out, cur, m.lane, m.from);
       case Move::kOffloadAdvance:
         return OffloadAdvance(out, cur, m.lane, m.from);
+      case Move::kKeepDelay:
+        return KeepDelay(out, cur, m.lane, m.from);
       case Move::kHold:  // let a held op start as soon as it can
         out.release[m.from] = 0;
         return out;
@@ -187,6 +191,26 @@ class MoveMaker {
     const auto f = std::find_if(b, lane.end(), [](const Op& q) { return q.type == OpType::kF; });
     if (b == lane.end() || f == lane.end()) return std::nullopt;
     Rotate(lane, static_cast<int>(f - lane.begin()), static_cast<int>(b - lane.begin()));
+    return out;
+  }
+
+  // The converse: keep an offloaded activation (s,m) and move the device's
+  // last forward between F(s,m) and B(s,m) to just after B(s,m), leaving the
+  // room the kept activation takes (a link too busy to carry every
+  // activation gains its round trip).
+  std::optional<Schedule> KeepDelay(Schedule& out, const SimResult& cur, int s, int m) const {
+    const auto& copies = out.copy[link_[p_.stage_device[s]]];
+    if (std::find(copies.begin(), copies.end(), Op{OpType::kO, s, m}) == copies.end())
+      return std::nullopt;
+    if (!ToggleOffload(out, cur, s, m)) return std::nullopt;
+    auto& lane = out.compute[p_.stage_device[s]];
+    const auto f0 = std::find(lane.begin(), lane.end(), Op{OpType::kF, s, m});
+    const auto b = std::find(f0, lane.end(), Op{OpType::kB, s, m});
+    if (b == lane.end()) return std::nullopt;
+    const auto f = std::find_if(std::make_reverse_iterator(b), std::make_reverse_iterator(f0 + 1),
+                                [](const Op& q) { return q.type == OpType::kF; });
+    if (f == std::make_reverse_iterator(f0 + 1)) return std::nullopt;
+    Rotate(lane, static_cast<int>(f.base() - 1 - lane.begin()), static_cast<int>(b - lane.begin()));
     return out;
   }
 

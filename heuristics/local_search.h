@@ -5,17 +5,18 @@
 // backwards that swap also swap their offloads or reloads on a shared link),
 // shift one op a few places, offload an activation that is kept (O where the
 // link is when F ends, R to land just before B) or keep one that is
-// offloaded, offload one and let the device's next forward in before its B,
-// move a copy one place on its link, and drop an op's hold (Schedule::release).
-// Each round draws a batch of moves from
-// a seeded generator, scores them in parallel (TBB) and applies the best
-// strictly better one (ties: the lower sum of device spans, then of op ends,
-// then the lower batch index). At a local optimum (20 rounds without a better
-// move) the walk restarts from the incumbent kicked by 1-4 random moves taken
-// together, which may pass through orders that do not run on their own
-// (iterated local search); it ends at a limit, at the lower bound, or after 300
-// kicks in a row that found nothing better. The batches do not depend on the
-// number of threads, so the result depends only on the seed and the budget.
+// offloaded, offload one and let the device's next forward in before its B
+// or keep one and move the forward before its B after it, move a copy one
+// place on its link, and drop an op's hold (Schedule::release). Each round
+// draws a batch of moves from a seeded generator, scores them in parallel
+// (TBB) and applies the best strictly better one (ties: the lower sum of
+// device spans, then of op ends, then the lower batch index). At a local
+// optimum (20 rounds without a better move) the walk restarts from the
+// incumbent kicked by 1-4 random moves taken together, which may pass
+// through orders that do not run on their own (iterated local search); it
+// ends at a limit, at the lower bound, or after 300 kicks in a row that found
+// nothing better. The batches do not depend on the number of threads, so the
+// result depends only on the seed and the budget.
 //
 //   SearchOptions opt;
 //   opt.time_limit_s = 1.0;

@@ -186,11 +186,11 @@ TEST(Auto, SearchesAgainWithOtherDrawsWhenBudgetIsLeft) {
   p.memory_limit.emplace();
   for (int d = 0; d < p.devices; ++d)
     p.memory_limit->push_back(p.static_memory[d] + 1.5 * p.activation[d]);
-  StatusOr<AutoResult> r = RunAuto(p, Budget(400'000, 1));
+  StatusOr<AutoResult> r = RunAuto(p, Budget(600'000, 1));
   ASSERT_TRUE(r.ok()) << r.status().message();
   if (r->search.stop == SearchStop::kBound) GTEST_SKIP() << "the seed meets the bound";
   EXPECT_GT(r->reseeds, 0);
-  const StatusOr<AutoResult> again = RunAuto(p, Budget(400'000, 1));
+  const StatusOr<AutoResult> again = RunAuto(p, Budget(600'000, 1));
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(ToText(p, r->solution.schedule), ToText(p, again->solution.schedule));
   EXPECT_EQ(r->reseeds, again->reseeds);
