@@ -45,7 +45,7 @@ Movable MovableActivations(const Problem& p, const Schedule& s, const std::vecto
 
 // A change to the list scheduler's options in ListTuner: kOffloadRule,
 // kLonger / kShorter (reload look-ahead), kEagerW, kCopyOrder (offloads or
-// reloads first on a link), kBreadthFirst, kExpress, kDeeper / kShallower
+// reloads first on a link), kBreadthFirst, kDeeper / kShallower
 // (every stage's warm-up depth one step, where it stays in range); 0 <= move
 // < 2S steps stage move / 2's warm-up depth; 2S <= move < 2S + SM toggles
 // activation move - 2S (see Movable), move >= 2S + SM sends activation move -
@@ -58,8 +58,7 @@ enum : int {
   kCopyOrder = -5,
   kDeeper = -6,
   kShallower = -7,
-  kBreadthFirst = -8,
-  kExpress = -9
+  kBreadthFirst = -8
 };
 bool ApplyMove(const Problem& p, int move, ListOptions& o) {
   const int S = p.stages(), SM = S * p.microbatches;
@@ -69,9 +68,6 @@ bool ApplyMove(const Problem& p, int move, ListOptions& o) {
       return true;
     case kBreadthFirst:
       o.breadth_first = !o.breadth_first;
-      return true;
-    case kExpress:
-      o.express = !o.express;
       return true;
     case kOffloadRule:
       o.offload_warmup = !o.offload_warmup;
@@ -229,7 +225,7 @@ class ListTuner {
       for (int i = 0; i < 2 * S; ++i) moves.push_back(i);
       moves.insert(moves.end(), {kDeeper, kShallower, kBreadthFirst});
       if (t.options.offload)
-        moves.insert(moves.end(), {kOffloadRule, kLonger, kShorter, kCopyOrder, kExpress});
+        moves.insert(moves.end(), {kOffloadRule, kLonger, kShorter, kCopyOrder});
       if (p_.split_backward) moves.push_back(kEagerW);
       // At most `count` of `from`, drawn at random where there are more, as moves from `base`.
       const auto add = [&](std::vector<int> from, int count, int base) {
