@@ -44,12 +44,13 @@ Movable MovableActivations(const Problem& p, const Schedule& s, const std::vecto
 }
 
 // A change to the list scheduler's options in ListTuner: kOffloadRule,
-// kLonger / kShorter (reload look-ahead), kEagerW, kCopyOrder (offloads or
-// reloads first on a link), kBreadthFirst, kDeeper / kShallower
-// (every stage's warm-up depth one step, where it stays in range); 0 <= move
-// < 2S steps stage move / 2's warm-up depth; 2S <= move < 2S + SM toggles
-// activation move - 2S (see Movable), move >= 2S + SM sends activation move -
-// 2S - SM (SM = S * M). False when it leaves the options' range.
+// kLonger / kShorter (reload look-ahead), kEagerW, kCopyOrder (offloads
+// or reloads first on a link), kBreadthFirst, kDeeper / kShallower (every
+// stage's warm-up depth one step, where it stays in range);
+// 0 <= move < 2S steps stage move / 2's warm-up depth;
+// 2S <= move < 2S + SM toggles activation move - 2S (see Movable);
+// move >= 2S + SM sends activation move - 2S - SM (SM = S * M).
+// False when it leaves the options' range.
 enum : int {
   kOffloadRule = -1,
   kLonger = -2,

@@ -72,6 +72,9 @@ class ListScheduler {
   static int ChainIndex(int S, const Op& op) {
     return op.type == OpType::kF ? op.stage : 2 * S - 1 - op.stage;
   }
+  Op ChainOp(int i, int m) const {  // the converse
+    return i < S_ ? Op{OpType::kF, i, m} : Op{OpType::kB, 2 * S_ - 1 - i, m};
+  }
   double EarliestReload(int s, int m) const {
     const int b = 2 * S_ - 1 - s;
     const double from = front_[m] < 0 ? 0.0 : front_end_[m] - chain_end_[front_[m]];
@@ -196,9 +199,6 @@ class ListScheduler {
   std::vector<std::vector<Slot>> slots_;
   std::vector<std::vector<int>> express_ready_;
   std::vector<double> busy_until_;  // per device: when its running op ends
-  Op ChainOp(int i, int m) const {
-    return i < S_ ? Op{OpType::kF, i, m} : Op{OpType::kB, 2 * S_ - 1 - i, m};
-  }
   // When device d must be free again for a reserved op (kNever: no slot).
   double NextSlot(int d) const { return slots_[d].empty() ? kNever : slots_[d].front().start; }
   // t when micro-batch m's chain, its first forward starting at t, runs into
@@ -243,7 +243,7 @@ void ListScheduler::Prepare() {
   chain_start_.assign(2 * S_, 0.0);
   chain_end_.assign(2 * S_, 0.0);
   for (int i = 0; i < 2 * S_; ++i) {
-    const Op op = i < S_ ? Op{OpType::kF, i, 0} : Op{OpType::kB, 2 * S_ - 1 - i, 0};
+    const Op op = ChainOp(i, 0);
     if (i > 0) {  // the lag from the previous chain op: F(u) -> F(u+1), B(u) -> B(u-1)
       const int gap = i < S_ ? i - 1 : i == S_ ? -1 : op.stage;
       chain_start_[i] = chain_end_[i - 1] + (gap >= 0 ? CommTime(p_, gap) : 0.0);
