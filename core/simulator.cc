@@ -121,6 +121,61 @@ void Summarize(const Problem& p, SimResult& r) {
 
 StatusOr<SimResult> Simulator::Run(const Schedule& s) {
   if (Status st = CheckStructure(s); !st.ok()) return st;
+  return Loop(s, nullptr, 0.0);
+}
+
+double Simulator::FirstChange(const Schedule& s, const Schedule& base, const SimResult& base_run) {
+  const Problem& p = *p_;
+  const int lanes = p.devices + static_cast<int>(p.host_links.size());
+  // An op at a changed place may start as soon as its lane is free of the
+  // unchanged ops before it.
+  const auto free_before = [&](const std::vector<Op>& lane, std::size_t k) {
+    return k == 0 ? 0.0 : base_run.end[space_.Index(lane[k - 1])];
+  };
+  double from = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < lanes && from > 0; ++r) {
+    const std::vector<Op>& a = Lane(s, r);
+    const std::vector<Op>& b = Lane(base, r);
+    const std::size_t k = std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin();
+    if (k < a.size() || k < b.size()) from = std::min(from, free_before(a, k));
+  }
+  if (!s.release.empty() || !base.release.empty()) {
+    for (int i = 0; i < space_.size() && from > 0; ++i) {
+      const double rs = s.ReleaseOf(i);
+      if (rs == base.ReleaseOf(i)) continue;
+      const double was = base_run.start[i];
+      from = std::min(from, std::isnan(was) ? rs : std::min(rs, was));
+    }
+  }
+  // An activation offloaded in one and kept in the other: its B waits for a
+  // reload in one only.
+  const std::size_t sm = static_cast<std::size_t>(p.stages()) * p.microbatches;
+  base_offloaded_.assign(sm, 0);
+  for (const auto& lane : base.copy) {
+    for (const Op& op : lane) {
+      if (op.type == OpType::kO)
+        base_offloaded_[static_cast<std::size_t>(op.stage) * p.microbatches + op.microbatch] = 1;
+    }
+  }
+  for (std::size_t k = 0; k < sm && from > 0; ++k) {
+    if (offloaded_[k] == base_offloaded_[k]) continue;
+    const Op b{OpType::kB, static_cast<int>(k / p.microbatches),
+               static_cast<int>(k % p.microbatches)};
+    const std::vector<Op>& lane = s.compute[DeviceOf(p, b)];
+    const std::size_t at = std::find(lane.begin(), lane.end(), b) - lane.begin();
+    from = std::min(from, free_before(lane, at));
+  }
+  return from;
+}
+
+StatusOr<SimResult> Simulator::RunChanged(const Schedule& s, const Schedule& base,
+                                          const SimResult& base_run) {
+  if (Status st = CheckStructure(s); !st.ok()) return st;
+  const double from = FirstChange(s, base, base_run);
+  return from > 0 ? Loop(s, &base_run, from) : Loop(s, nullptr, 0.0);
+}
+
+StatusOr<SimResult> Simulator::Loop(const Schedule& s, const SimResult* base_run, double from) {
   const Problem& p = *p_;
   const int D = p.devices;
   const int lanes = D + static_cast<int>(p.host_links.size());
@@ -147,10 +202,36 @@ StatusOr<SimResult> Simulator::Run(const Schedule& s) {
     events.push_back(e);
     std::push_heap(events.begin(), events.end(), std::greater<>{});
   };
-  for (int r = 0; r < lanes; ++r) push({0.0, Event::kLaneLooks, r});
-
   std::size_t total = 0, done = 0;
   for (int r = 0; r < lanes; ++r) total += Lane(s, r).size();
+  // Resuming: the ops that started before `from` keep base_run's times; the
+  // one still running on a lane ends as an event, as in the full run.
+  if (base_run) {
+    for (int r = 0; r < lanes; ++r) {
+      const std::vector<Op>& lane = Lane(s, r);
+      int k = 0;
+      for (; k < static_cast<int>(lane.size()); ++k) {
+        const Op op = lane[k];
+        const int i = space_.Index(op);
+        const double st = base_run->start[i];
+        if (std::isnan(st) || st >= from) break;
+        const int d = DeviceOf(p, op);
+        start_[i] = st;
+        end_[i] = base_run->end[i];
+        mem_[d] += Allocates(p, op);
+        if (IsCompute(op.type)) res.busy[d] += Duration(p, op);
+        if (end_[i] < from) {
+          mem_[d] -= Frees(p, op);
+          ++done;
+        } else {
+          running_[r] = i;
+          push({end_[i], Event::kOpEnds, i});
+        }
+      }
+      pos_[r] = k;
+    }
+  }
+  for (int r = 0; r < lanes; ++r) push({from, Event::kLaneLooks, r});
 
   while (!events.empty()) {
     std::pop_heap(events.begin(), events.end(), std::greater<>{});

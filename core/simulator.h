@@ -50,12 +50,24 @@ class Simulator {
   // Structural errors (missing/duplicate/misplaced op): kInvalidArgument.
   // Deadlock or memory that never fits: kInfeasible.
   StatusOr<SimResult> Run(const Schedule& s);
+  // Run(s) for a schedule that differs little from `base`, whose run gave
+  // `base_run`: the ops that started before the first time a difference can
+  // matter (the end of the op before the first changed place on any lane, a
+  // changed hold, an activation offloaded or kept instead) keep their times,
+  // and the event loop resumes from there. Times, spans, objective and busy
+  // are Run(s)'s; peak_memory counts only what starts from that time on
+  // (searches rank by the rest, and simulate what they keep in full).
+  StatusOr<SimResult> RunChanged(const Schedule& s, const Schedule& base,
+                                 const SimResult& base_run);
   // Off: a deadlock is reported without naming its ops (searches that try
   // many orders only need to know it failed; naming costs more than the run).
   void set_describe_deadlocks(bool on) { describe_ = on; }
 
  private:
   Status CheckStructure(const Schedule& s);
+  // The first time at which s can run differently from base (see RunChanged).
+  double FirstChange(const Schedule& s, const Schedule& base, const SimResult& base_run);
+  StatusOr<SimResult> Loop(const Schedule& s, const SimResult* base_run, double from);
   std::string DescribeDeadlock(const Schedule& s) const;
   const std::vector<Op>& Lane(const Schedule& s, int r) const;
 
@@ -63,7 +75,7 @@ class Simulator {
   bool describe_ = true;
   OpSpace space_;
   std::vector<int> link_of_device_;
-  std::vector<char> offloaded_;
+  std::vector<char> offloaded_, base_offloaded_;
   // Scratch, sized once.
   std::vector<double> start_, end_;
   std::vector<int> pos_, running_, first_watcher_, next_watcher_, waits_for_;

@@ -238,14 +238,16 @@ Scorer::Scorer(const Problem& p, int threads)
 
 void Scorer::Score(int n, const std::function<std::optional<Schedule>(int)>& make,
                    std::vector<std::optional<Schedule>>& cand,
-                   std::vector<std::optional<SimResult>>& score) {
+                   std::vector<std::optional<SimResult>>& score, const Schedule* base,
+                   const SimResult* base_run) {
   cand.assign(n, std::nullopt);
   score.assign(n, std::nullopt);
   arena_.execute([&] {
     tbb::parallel_for(0, n, [&](int i) {
       cand[i] = make(i);
       if (!cand[i]) return;
-      StatusOr<SimResult> r = sims_.local().Run(*cand[i]);
+      Simulator& sim = sims_.local();
+      StatusOr<SimResult> r = base ? sim.RunChanged(*cand[i], *base, *base_run) : sim.Run(*cand[i]);
       if (r.ok()) score[i] = std::move(*r);
     });
   });
@@ -341,7 +343,7 @@ StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start,
             next = std::move(*s);
         }
         ++res.evaluations;
-        if (StatusOr<SimResult> r = kick_sim.Run(next); r.ok()) {
+        if (StatusOr<SimResult> r = kick_sim.RunChanged(next, res.schedule, res.sim); r.ok()) {
           walk = std::move(next);
           walk_sim = std::move(*r);
           break;
@@ -355,7 +357,8 @@ StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start,
       n = static_cast<int>(std::min<std::int64_t>(n, *opt.max_evaluations - res.evaluations));
     for (int i = 0; i < n; ++i) drawn[i] = moves.Draw(rng, walk);
     scorer.Score(
-        n, [&](int i) { return moves.Apply(walk, walk_sim, drawn[i]); }, cand, score);
+        n, [&](int i) { return moves.Apply(walk, walk_sim, drawn[i]); }, cand, score, &walk,
+        &walk_sim);
     int best = -1;
     for (int i = 0; i < n; ++i) {
       if (cand[i]) ++res.evaluations;
@@ -375,10 +378,17 @@ StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start,
       kicks = 0;
       if (strictly) {
         ++res.improvements;
-        if (opt.on_improvement) opt.on_improvement(res.schedule, res.sim);
+        if (opt.on_improvement) {
+          res.sim = *kick_sim.Run(res.schedule);  // in full, peak memory included
+          opt.on_improvement(res.schedule, res.sim);
+        }
       }
     }
   }
+  // The walk's runs resumed from their first change: the result in full.
+  StatusOr<SimResult> final_run = kick_sim.Run(res.schedule);
+  if (!final_run.ok()) return final_run.status();
+  res.sim = std::move(*final_run);
   res.seconds = elapsed();
   return res;
 }

@@ -77,9 +77,13 @@ struct SearchResult {
 class Scorer {
  public:
   Scorer(const Problem& p, int threads);
+  // With `base` (and its run), candidates that differ little from it are
+  // simulated from their first change on (Simulator::RunChanged: their
+  // peak_memory counts only from there).
   void Score(int n, const std::function<std::optional<Schedule>(int)>& make,
              std::vector<std::optional<Schedule>>& cand,
-             std::vector<std::optional<SimResult>>& score);
+             std::vector<std::optional<SimResult>>& score, const Schedule* base = nullptr,
+             const SimResult* base_run = nullptr);
 
  private:
   tbb::task_arena arena_;

@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <random>
+
 #include "core/checker.h"
+#include "heuristics/list_scheduler.h"
 #include "heuristics/method.h"
 #include "tests/testing.h"
 
@@ -208,6 +213,96 @@ TEST(Simulator, AgreesWithCheckerOnRandomProblems) {
     EXPECT_NEAR(rep.device_span, r->device_span, 1e-9);
     for (int d = 0; d < D; ++d) EXPECT_NEAR(rep.peak_memory[d], r->peak_memory[d], 1e-9);
   }
+}
+
+// RunChanged resumes from the first place a schedule differs from the one
+// simulated before: on chains of random changes (neighbouring ops swapped on
+// a device or a link, holds set or dropped, activations offloaded or kept) it
+// gives Run's times, spans and objective, and fails where Run fails.
+TEST(Simulator, RunChangedGivesRunsTimes) {
+  std::mt19937 rng(21);
+  int compared = 0, failed = 0;
+  for (int trial = 0; trial < 30; ++trial) {
+    Problem p = testing::RandomProblem(rng, 2 + trial % 4, 3 + trial % 6, 1 + trial % 2,
+                                       trial % 3 != 0, true);
+    p.memory_limit.emplace();
+    for (int d = 0; d < p.devices; ++d) {
+      double one = 0;
+      for (int st = 0; st < p.stages(); ++st) one += p.stage_device[st] == d ? p.activation[st] : 0;
+      p.memory_limit->push_back(p.static_memory[d] + one * (1.5 + 0.5 * (trial % 3)));
+    }
+    StatusOr<Schedule> start = BuildList(p);
+    if (!start.ok()) continue;
+    Schedule base = *start;
+    Simulator sim(p);
+    StatusOr<SimResult> base_run = sim.Run(base);
+    ASSERT_TRUE(base_run.ok()) << base_run.status().message();
+    const std::vector<int> link = LinkOfDevice(p);
+    const OpSpace sp = p.op_space();
+    const auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+    for (int step = 0; step < 40; ++step) {
+      Schedule next = base;
+      switch (pick(4)) {
+        case 0: {  // neighbours on a device
+          auto& lane = next.compute[pick(p.devices)];
+          const int k = pick(static_cast<int>(lane.size()) - 1);
+          std::swap(lane[k], lane[k + 1]);
+          break;
+        }
+        case 1: {  // neighbours on a link
+          auto& lane = next.copy[pick(static_cast<int>(next.copy.size()))];
+          if (lane.size() < 2) continue;
+          const int k = pick(static_cast<int>(lane.size()) - 1);
+          std::swap(lane[k], lane[k + 1]);
+          break;
+        }
+        case 2: {  // a hold set or dropped
+          next.release.resize(sp.size(), 0.0);
+          const int i = pick(sp.size());
+          next.release[i] = pick(2) ? 0.0 : base_run->makespan * pick(100) / 100.0;
+          break;
+        }
+        default: {  // an activation offloaded or kept
+          const int st = pick(p.stages() - 1), m = pick(p.microbatches);
+          auto& lane = next.copy[link[p.stage_device[st]]];
+          const Op o{OpType::kO, st, m}, r{OpType::kR, st, m};
+          if (const auto it = std::find(lane.begin(), lane.end(), o); it != lane.end()) {
+            lane.erase(it);
+            lane.erase(std::find(lane.begin(), lane.end(), r));
+          } else {
+            const int a = pick(static_cast<int>(lane.size()) + 1);
+            lane.insert(lane.begin() + a, o);
+            lane.insert(lane.begin() + a + 1 + pick(static_cast<int>(lane.size()) - a), r);
+          }
+        }
+      }
+      const StatusOr<SimResult> full = sim.Run(next);
+      const StatusOr<SimResult> resumed = sim.RunChanged(next, base, *base_run);
+      ASSERT_EQ(full.ok(), resumed.ok()) << ToText(p, next);
+      if (!full.ok()) {
+        EXPECT_EQ(full.status().code(), resumed.status().code());
+        ++failed;
+        continue;
+      }
+      for (int i = 0; i < sp.size(); ++i) {
+        if (std::isnan(full->start[i])) {
+          EXPECT_TRUE(std::isnan(resumed->start[i]));
+          continue;
+        }
+        ASSERT_EQ(full->start[i], resumed->start[i]) << ToString(sp.At(i)) << "\n"
+                                                     << ToText(p, next);
+        ASSERT_EQ(full->end[i], resumed->end[i]);
+      }
+      EXPECT_EQ(full->objective, resumed->objective);
+      EXPECT_EQ(full->span, resumed->span);
+      for (int d = 0; d < p.devices; ++d) EXPECT_NEAR(full->busy[d], resumed->busy[d], 1e-9);
+      ++compared;
+      base = std::move(next);
+      base_run = full;
+    }
+  }
+  EXPECT_GE(compared, 400);
+  EXPECT_GE(failed, 20);
 }
 
 }  // namespace
