@@ -352,7 +352,7 @@ Status MultiStart(const Problem& p, const SearchOptions& opt, const std::functio
     const bool restart = k < others.size();
     if (!restart && res.search.stop != SearchStop::kNoMove) break;
     SearchOptions more = share(restart ? static_cast<int>(others.size() - k) : 1);
-    if (more.time_limit_s <= 0 || (more.max_evaluations && *more.max_evaluations == 0)) break;
+    if (more.max_evaluations ? *more.max_evaluations == 0 : more.time_limit_s <= 0) break;
     const double incumbent = res.search.sim.objective;
     if (opt.on_improvement) {  // only what beats the incumbent is news
       more.on_improvement = [&](const Schedule& s, const SimResult& r) {

@@ -315,7 +315,7 @@ StatusOr<SearchResult> LocalSearch(const Problem& p, const Schedule& start,
       res.stop = SearchStop::kInterrupted;
       break;
     }
-    if (elapsed() >= opt.time_limit_s) {
+    if (!opt.max_evaluations && elapsed() >= opt.time_limit_s) {
       res.stop = SearchStop::kTimeLimit;
       break;
     }

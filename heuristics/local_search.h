@@ -41,9 +41,10 @@
 namespace optpipe {
 
 struct SearchOptions {
-  double time_limit_s = 1.0;                    // wall clock, for everything the call does
-  std::optional<std::int64_t> max_evaluations;  // deterministic budget (simulations)
-  int threads = 0;                              // 0: TBB's default; 1 reproduces bit for bit
+  double time_limit_s = 1.0;  // wall clock, for everything the call does
+  // A deterministic budget (simulations): when set, the clock is ignored.
+  std::optional<std::int64_t> max_evaluations;
+  int threads = 0;  // 0: TBB's default; 1 reproduces bit for bit
   std::uint64_t seed = 1;
   int batch = 32;                           // moves scored per round
   const std::atomic<bool>* stop = nullptr;  // set to true to interrupt

@@ -39,6 +39,28 @@ TEST(LocalSearch, SameSeedOneThreadReproducesExactly) {
 }
 
 // The batch is drawn before it is scored, so thread timing cannot matter.
+// A budget of evaluations replaces the clock: a run whose time limit has
+// passed before it starts spends the whole budget and gives the schedule of a
+// run with all the time it wants, in the search and in auto.
+TEST(LocalSearch, ABudgetIgnoresTheClock) {
+  const Problem p = Heterogeneous(21, true);
+  const Schedule start = *BuildOneFOneB(p);
+  SearchOptions late = Budget(600, 1);
+  late.time_limit_s = 0;
+  StatusOr<SearchResult> a = LocalSearch(p, start, late);
+  StatusOr<SearchResult> b = LocalSearch(p, start, Budget(600, 1));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->stop, b->stop);
+  EXPECT_EQ(a->evaluations, b->evaluations);
+  EXPECT_EQ(ToText(p, a->schedule), ToText(p, b->schedule));
+  late.max_evaluations = 20'000;
+  StatusOr<AutoResult> x = RunAuto(p, late);
+  StatusOr<AutoResult> y = RunAuto(p, Budget(20'000, 1));
+  ASSERT_TRUE(x.ok() && y.ok());
+  EXPECT_EQ(x->search.evaluations, y->search.evaluations);
+  EXPECT_EQ(ToText(p, x->solution.schedule), ToText(p, y->solution.schedule));
+}
+
 TEST(LocalSearch, ManyThreadsGiveTheOneThreadResult) {
   const Problem p = Heterogeneous(22);
   const Schedule start = *BuildOneFOneB(p);
