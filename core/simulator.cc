@@ -119,6 +119,34 @@ void Summarize(const Problem& p, SimResult& r) {
   r.bubble_ratio = r.makespan > 0 ? 1.0 - busy / (D * r.makespan) : 0.0;
 }
 
+namespace {
+
+// Summarize for a run of `s`: a device's first op is the first of its lane
+// and its last op the last of it (its copies run between its forwards and
+// backwards: O after F, R after O, B after R), so the spans need only the
+// lanes' ends, not every op.
+void SummarizeLanes(const Problem& p, const Schedule& s, const OpSpace& space, SimResult& r) {
+  const int D = p.devices;
+  double first = std::numeric_limits<double>::infinity(), last = -first, busy = 0;
+  r.span.assign(D, 0.0);
+  r.device_span = 0;
+  for (int d = 0; d < D; ++d) {
+    busy += r.busy[d];
+    const std::vector<Op>& lane = s.compute[d];
+    if (lane.empty()) continue;
+    const double a = r.start[space.Index(lane.front())], b = r.end[space.Index(lane.back())];
+    first = std::min(first, a);
+    last = std::max(last, b);
+    r.span[d] = b - a;
+    r.device_span = std::max(r.device_span, r.span[d]);
+  }
+  r.makespan = last >= first ? last - first : 0.0;
+  r.objective = p.objective == Objective::kMakespan ? r.makespan : r.device_span;
+  r.bubble_ratio = r.makespan > 0 ? 1.0 - busy / (D * r.makespan) : 0.0;
+}
+
+}  // namespace
+
 StatusOr<SimResult> Simulator::Run(const Schedule& s) {
   if (Status st = CheckStructure(s); !st.ok()) return st;
   return Loop(s, nullptr, 0.0);
@@ -316,7 +344,7 @@ StatusOr<SimResult> Simulator::Loop(const Schedule& s, const SimResult* base_run
 
   res.start = start_;
   res.end = end_;
-  Summarize(p, res);
+  SummarizeLanes(p, s, space_, res);
   return res;
 }
 
