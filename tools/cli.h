@@ -17,6 +17,11 @@ namespace optpipe::cli {
 // The same for every subcommand.
 enum Exit { kOk = 0, kInvalid = 1, kBadInput = 2, kNotApplicable = 3 };
 
+// Number checks for options whose messages say what is wanted (CLI11's own
+// print the whole range of a double): "--time-limit: must be a number > 0, not 0".
+extern const CLI::Validator kPositive;     // > 0
+extern const CLI::Validator kNonNegative;  // >= 0
+
 int ExitFor(const Status& st);
 // Prints "optpipe: <message>" on stderr and returns the exit code for it.
 int Fail(const Status& st);

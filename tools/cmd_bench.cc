@@ -152,7 +152,7 @@ Command AddBench(CLI::App& app) {
   sub->add_option("--time-limit", args->time_limit_s,
                   "Wall-clock budget in seconds per (problem, method)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   AddSearchFlags(sub, args->search);
   sub->add_option("--format", args->format, "md, csv or json")->capture_default_str();
   sub->add_option("--report", args->report_dir,

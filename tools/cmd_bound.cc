@@ -32,7 +32,7 @@ Command AddBound(CLI::App& app) {
   sub->add_option("--search-seconds", args->search_seconds,
                   "Wall-clock budget of the device search, and again of the order search (cut "
                   "short, each still bounds, more weakly)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   sub->footer(
       "The largest of: the busiest device's work plus the unavoidable fill before its first op\n"

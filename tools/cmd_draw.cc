@@ -69,7 +69,7 @@ Command AddDraw(CLI::App& app) {
       ->required();
   sub->add_option("--width", args->width,
                   "SVG width in pixels (default: wide enough for the labels)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   sub->add_flag("--no-memory", args->no_memory, "SVG without the per-device memory curves");
   sub->footer(
       "Kinds, by the extension of -o:\n"

@@ -160,18 +160,18 @@ Command AddPlan(CLI::App& app) {
       ->required();
   sub->add_option("-d,--devices", args->devices, "Pipeline devices D")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   sub->add_option("-v,--stages-per-device", args->stages_per_device, "Model chunks per device v")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   sub->add_option("-m,--microbatches", args->microbatches, "Micro-batches M per iteration")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   sub->add_option("--hardware", args->hardware, "h100, a100 or an optpipe-hardware/1 file")
       ->capture_default_str();
   sub->add_option("-b,--microbatch-size", args->microbatch_size,
                   "Sequences per micro-batch (default: the model file's)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   sub->add_option("--placement", args->placement, "Stage placement")
       ->capture_default_str()
       ->check(CLI::IsMember({"interleaved", "vshape"}));
@@ -187,7 +187,7 @@ Command AddPlan(CLI::App& app) {
   sub->add_option("--time-limit", args->solve.time_limit_s,
                   "Wall-clock budget in seconds for methods that search")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   sub->add_option("-O,--schedule-output", args->schedule_out,
                   "Write the optpipe-schedule/1 of --schedule here");
   sub->footer(

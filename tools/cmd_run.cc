@@ -115,22 +115,22 @@ Command AddRun(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   sub->add_option("--iterations", args->iterations, "Runs of the whole schedule")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   sub->add_option(
          "--time-scale", args->time_scale,
          "Wall seconds per problem time unit (default: the shortest compute op lasts 10 ms)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   sub->add_option("--bytes-per-unit", args->bytes_per_unit, "Bytes per problem memory unit")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   sub->add_option("--watchdog", args->watchdog_s,
                   "Seconds without any op starting or ending that stop the run (default: 2 s + 4x "
                   "the longest op)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   sub->add_option("--gpus", args->gpus,
                   "cuda: GPUs to use (default: all); device d runs on GPU d % gpus")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   sub->add_option("--measured-out", args->measured_out,
                   "Write the measured schedule (optpipe-schedule/1, the median iteration) here");
   sub->add_option("--profile-out", args->profile_out,

@@ -87,7 +87,7 @@ Command AddSchedule(CLI::App& app) {
   sub->add_option("--time-limit", args->solve.time_limit_s,
                   "Wall-clock budget in seconds for methods that search")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   AddSearchFlags(sub, args->solve);
   sub->add_option("--svg", args->svg,
                   "Also draw it as a Gantt chart SVG (see `optpipe draw --help`)");

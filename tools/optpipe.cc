@@ -1,10 +1,32 @@
 // optpipe: the command-line front end. Each subcommand lives in its own
 // tools/cmd_*.cc file and registers itself here.
+#include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include "tools/cli.h"
 
 namespace optpipe::cli {
+namespace {
+
+CLI::Validator AtLeast(double low, bool strict, const std::string& name) {
+  const std::string want =
+      std::string(strict ? "> " : ">= ") + (low == 0 ? "0" : std::to_string(low));
+  return CLI::Validator(
+      [=](std::string& in) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(in.c_str(), &end);
+        const bool number = end != in.c_str() && *end == '\0' && v == v;
+        if (number && (strict ? v > low : v >= low)) return "";
+        return "must be a number " + want + ", not " + in;
+      },
+      name);
+}
+
+}  // namespace
+
+const CLI::Validator kPositive = AtLeast(0, true, "POSITIVE");
+const CLI::Validator kNonNegative = AtLeast(0, false, "NONNEGATIVE");
 
 int ExitFor(const Status& st) {
   switch (st.code()) {

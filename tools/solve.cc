@@ -179,7 +179,7 @@ void AddSearchFlags(CLI::App* sub, SolveOptions& opt) {
   sub->add_option("--evaluations", opt.evaluations,
                   "Budget of simulations for searching heuristics instead of the clock: the "
                   "same result on every run and machine")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
 }
 
 std::vector<MethodLine> ListMethods(const Problem* p) {

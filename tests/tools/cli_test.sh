@@ -82,6 +82,12 @@ if python3 -c "import json,sys; a,b=(json.load(open(f))['ops'] for f in sys.argv
   "$tmp/e1.json" "$tmp/e2.json"; then passed=$((passed + 1)); else
   echo "FAIL: auto --evaluations 3000 --seed 5 differs on 1 and 2 threads"; failed=$((failed + 1)); fi
 want="--threads" expect 2 "negative --threads" -- "$bin" schedule "$tight" --threads -1
+want="--time-limit: must be a number > 0, not 0" expect 2 "zero --time-limit" -- \
+  "$bin" schedule "$tight" --time-limit 0
+want="--time-limit: must be a number >= 0, not soon" expect 2 "--time-limit not a number" -- \
+  "$bin" bench "$tight" --time-limit soon
+want="--evaluations: must be a number > 0, not 0" expect 2 "zero --evaluations" -- \
+  "$bin" schedule "$tight" --evaluations 0
 
 # Corrupting any one op's time makes validate exit 1 naming that op: its end
 # alone (a wrong duration), or the whole op moved earlier (the simulator's
