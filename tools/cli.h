@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/problem.h"
+#include "core/schedule.h"
 #include "core/status.h"
 #include "heuristics/method.h"
 
@@ -21,6 +22,11 @@ enum Exit { kOk = 0, kInvalid = 1, kBadInput = 2, kNotApplicable = 3 };
 // print the whole range of a double): "--time-limit: must be a number > 0, not 0".
 extern const CLI::Validator kPositive;     // > 0
 extern const CLI::Validator kNonNegative;  // >= 0
+
+// For commands that picture a timed schedule as recorded (draw, show): a
+// warning on stderr when it breaks a rule of `p` (see `optpipe validate`),
+// naming the problem the file was made for when that is another.
+void WarnIfInvalid(const Problem& p, const TimedSchedule& t, const std::string& path);
 
 int ExitFor(const Status& st);
 // Prints "optpipe: <message>" on stderr and returns the exit code for it.

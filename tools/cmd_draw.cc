@@ -32,12 +32,7 @@ int Run(const Args& a) {
   StatusOr<Schedule> orders = OrdersOf(*p, *t);
   if (!orders.ok())
     return Fail(Status(orders.status().code(), a.schedule + ": " + orders.status().message()));
-  const CheckReport rep = CheckSchedule(*p, *t);
-  if (!rep.valid()) {
-    std::cerr << "optpipe: warning: " << a.schedule << " has " << rep.errors.size()
-              << " violation(s) (see `optpipe validate`), the first: " << rep.errors.front()
-              << "; drawing it as recorded\n";
-  }
+  WarnIfInvalid(*p, *t, a.schedule);
   std::string content;
   if (EndsWith(a.out, ".json")) {
     content = ChromeTrace(*p, *t);

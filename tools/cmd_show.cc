@@ -22,6 +22,7 @@ int Run(const Args& a) {
   if (StatusOr<Schedule> orders = OrdersOf(*p, *t); !orders.ok()) {
     return Fail(Status(orders.status().code(), a.schedule + ": " + orders.status().message()));
   }
+  WarnIfInvalid(*p, *t, a.schedule);
   std::cout << TextTimeline(*p, *t, a.width);
   return kOk;
 }

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <string>
 
+#include "core/checker.h"
 #include "tools/cli.h"
 
 namespace optpipe::cli {
@@ -27,6 +28,16 @@ CLI::Validator AtLeast(double low, bool strict, const std::string& name) {
 
 const CLI::Validator kPositive = AtLeast(0, true, "POSITIVE");
 const CLI::Validator kNonNegative = AtLeast(0, false, "NONNEGATIVE");
+
+void WarnIfInvalid(const Problem& p, const TimedSchedule& t, const std::string& path) {
+  const CheckReport rep = CheckSchedule(p, t);
+  if (rep.valid()) return;
+  std::cerr << "optpipe: warning: " << path << " has " << rep.errors.size()
+            << " violation(s) (see `optpipe validate`), the first: " << rep.errors.front();
+  if (!t.problem.empty() && t.problem != p.name)
+    std::cerr << "; it was made for problem '" << t.problem << "', not '" << p.name << "'";
+  std::cerr << "; drawing it as recorded\n";
+}
 
 int ExitFor(const Status& st) {
   switch (st.code()) {

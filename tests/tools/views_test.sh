@@ -86,6 +86,8 @@ want="" expect 2 "draw without -o" -- "$bin" draw "$unit" "$tmp/zb.json"
 want="d3 |" expect 0 "show" -- "$bin" show "$unit" "$tmp/zb.json" --width 60
 check "show lines are 60 wide" -- bash -c "'$bin' show '$unit' '$tmp/zb.json' --width 60 | grep '^d' | awk '{ if (length(\$0) != 60) exit 1 }'"
 want="" expect 2 "show too narrow" -- "$bin" show "$unit" "$tmp/zb.json" --width 5
+want="it was made for problem 'unit-4x8', not 'llama-8dev-offload'" \
+  expect 0 "show warns of a schedule made for another problem" -- "$bin" show "$llama" "$tmp/zb.json"
 
 # A list schedule with holds (two chunks, room for 3 activations, a slow link):
 # its reloads wait for their turn, which the orders alone do not say; read
