@@ -2,7 +2,6 @@
 #include <iostream>
 #include <memory>
 
-#include "core/checker.h"
 #include "core/chrome_trace.h"
 #include "core/format.h"
 #include "core/gantt_svg.h"
