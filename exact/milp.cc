@@ -14,6 +14,7 @@
 #include "exact/lp_solve_backend.h"
 #include "exact/model.h"
 #include "exact/order_search.h"
+#include "exact/sat_search.h"
 
 namespace optpipe {
 
@@ -195,6 +196,21 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
         (best ? ", incumbent " + FormatNumber(best_sim->objective) : "") + " (" +
         std::to_string(r.nodes) + " nodes, " + std::to_string(r.probes) + " probes)");
     if (best && best_sim->objective <= core_bound + tol) {
+      return finish(MilpTermination::kOptimal, core_bound);
+    }
+  }
+
+  // Where a time grid applies, the SAT probes next: exact with offload too,
+  // where the order search does not apply (exact/sat_search.h).
+  if (opt.sat_search && best && SatSearchApplies(p)) {
+    SatSearchOptions ss;
+    ss.time_limit_s = std::max(0.0, opt.time_limit_s - elapsed()) / 2;
+    ss.stop = opt.stop;
+    ss.log = log;
+    SatSearchResult r = SearchTimeIndexed(p, core_bound, best_sim->objective, ss);
+    if (r.schedule) adopt(std::move(*r.schedule), *r.sim);
+    core_bound = AtGrain(p, std::max(core_bound, r.bound));
+    if (best_sim->objective <= core_bound + tol) {
       return finish(MilpTermination::kOptimal, core_bound);
     }
   }

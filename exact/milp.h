@@ -70,6 +70,11 @@ struct MilpOptions {
   // optimal lp_solve does not run. It gets at most half of the time left; 0:
   // not run.
   std::int64_t order_search_nodes = 2'000'000;
+  // Run SearchTimeIndexed (exact/sat_search.h) before lp_solve where it
+  // applies (a time grain, memory amounts on a grain): its bound joins the
+  // core bounds, its schedules the incumbent. It gets at most half of the
+  // time left.
+  bool sat_search = true;
   // A lower bound the caller has already proven (an earlier call's `bound`):
   // it joins the core bounds, so the searches start from it. 0: none.
   double known_bound = 0;

@@ -5,6 +5,7 @@ set -euo pipefail
 packages=(
   cmake g++ make python3
   liblpsolve55-dev libsuitesparse-dev   # exact/: lp_solve (needs colamd)
+  libcadical-dev                        # exact/: the SAT solver of the time-grid probes
   libtbb-dev libboost-graph-dev         # parallel search, the op DAG
   nlohmann-json3-dev libcli11-dev       # file formats, command line
   libgtest-dev libbenchmark-dev         # tests and benchmarks

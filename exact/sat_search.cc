@@ -1,0 +1,532 @@
+#include "exact/sat_search.h"
+
+#include <algorithm>
+#include <cadical.hpp>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <vector>
+
+#include "core/text_format.h"
+
+namespace optpipe {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr double kGrains[] = {1.0,  0.5,   0.25, 0.2,  0.125, 0.1,   0.05,
+                              0.04, 0.025, 0.02, 0.01, 0.005, 0.002, 0.001};
+constexpr int kMaxRoomGrains = 1000;
+
+bool IsMultiple(double x, double g) {
+  const double q = x / g;
+  return std::abs(q - std::round(q)) <= 1e-9 * std::max(1.0, std::abs(q));
+}
+
+int Grains(double x, double g) { return static_cast<int>(std::llround(x / g)); }
+
+// The largest grain of which every amount an activation takes or frees is a
+// multiple (0: none).
+double MemoryGrain(const Problem& p) {
+  std::vector<double> v;
+  for (int s = 0; s < p.stages(); ++s) {
+    v.push_back(p.activation[s]);
+    v.push_back(p.freed_by_b[s]);
+    v.push_back(p.offloadable[s]);
+    v.push_back(p.activation[s] - p.freed_by_b[s]);
+    v.push_back(p.activation[s] - p.offloadable[s]);
+  }
+  for (double g : kGrains) {
+    if (std::all_of(v.begin(), v.end(), [&](double x) { return IsMultiple(x, g); })) return g;
+  }
+  return 0.0;
+}
+
+class Deadline : public CaDiCaL::Terminator {
+ public:
+  Deadline(Clock::time_point at, const std::atomic<bool>* stop) : at_(at), stop_(stop) {}
+  bool terminate() override { return (stop_ && stop_->load()) || Clock::now() >= at_; }
+
+ private:
+  Clock::time_point at_;
+  const std::atomic<bool>* stop_;
+};
+
+// One probe: every op starts at an integer t in [0, H) grains and ends by H.
+class Encoding {
+ public:
+  enum class Built { kOk, kEmpty, kTooLarge, kCut };
+
+  Encoding(const Problem& p, int horizon, double g, double q, CaDiCaL::Solver& solver)
+      : p_(p), H_(horizon), g_(g), q_(q), solver_(solver), S_(p.stages()), M_(p.microbatches) {}
+
+  // kTooLarge: the lanes' order clauses alone would pass max_literals;
+  // kCut: `stop` said so while building.
+  Built Build(std::int64_t max_literals, const std::function<bool()>& stop) {
+    max_literals_ = max_literals;
+    next_var_ = 1;
+    Add({NewVar()});  // variable 1 is true: kTrue
+    if (!AddOps()) return Built::kEmpty;
+    if (LaneLiterals() > max_literals_) return Built::kTooLarge;
+    for (std::size_t i = 0; i < ops_.size(); ++i) {
+      for (int t = ops_[i].lo; t + 1 < ops_[i].hi; ++t) Add({-Le(i, t), Le(i, t + 1)});
+    }
+    AddChains();
+    if (stop()) return Built::kCut;
+    if (!AddLanes() || !AddLinks()) return Built::kEmpty;
+    if (stop()) return Built::kCut;
+    AddMemory();
+    return literals_ > max_literals_ ? Built::kTooLarge : Built::kOk;
+  }
+
+  TimedSchedule Decode() {
+    TimedSchedule t;
+    t.problem = p_.name;
+    t.method = "sat";
+    for (std::size_t i = 0; i < ops_.size(); ++i) {
+      const OpInfo& o = ops_[i];
+      if (o.offload_var != 0 && solver_.val(o.offload_var) < 0) continue;
+      int start = o.lo;
+      while (start < o.hi && solver_.val(Le(i, start)) < 0) ++start;
+      t.ops.push_back({o.op, DeviceOf(p_, o.op), start * g_, (start + o.d) * g_});
+    }
+    return t;
+  }
+
+  std::int64_t variables() const { return next_var_ - 1; }
+  std::int64_t clauses() const { return clauses_; }
+
+ private:
+  static constexpr int kTrue = 1;
+
+  struct OpInfo {
+    Op op;
+    int d = 0;            // duration in grains
+    int lo = 0;           // earliest start
+    int hi = 0;           // latest start: "start <= t" is a variable for t in [lo, hi)
+    int base = 0;         // variable of "start <= lo"
+    int offload_var = 0;  // copy ops: the activation's offload variable
+  };
+
+  int NewVar() { return next_var_++; }
+
+  // Drops false literals; a true one satisfies the clause.
+  void Add(std::initializer_list<int> lits) {
+    if (literals_ > max_literals_) return;
+    int n = 0;
+    for (int l : lits) {
+      if (l == kTrue) return;
+      if (l != -kTrue) ++n;
+    }
+    for (int l : lits) {
+      if (l != -kTrue) solver_.add(l);
+    }
+    solver_.add(0);
+    ++clauses_;
+    literals_ += n;
+  }
+
+  // "op i starts at or before t", a literal or a constant.
+  int Le(std::size_t i, int t) const {
+    const OpInfo& o = ops_[i];
+    if (t < o.lo) return -kTrue;
+    if (t >= o.hi) return kTrue;
+    return o.base + (t - o.lo);
+  }
+
+  int Id(OpType t, int s, int m) const { return id_[p_.op_space().Index(t, s, m)]; }
+
+  // s_j >= s_i + d_i + lag, unless one of `guards` is false.
+  void Precedence(int i, int j, int lag, int g1 = kTrue, int g2 = kTrue, int g3 = kTrue) {
+    const OpInfo& a = ops_[i];
+    const OpInfo& b = ops_[j];
+    const int last = std::min(b.hi, a.hi + a.d + lag - 1);
+    for (int t = b.lo; t <= last; ++t) Add({-g1, -g2, -g3, -Le(j, t), Le(i, t - a.d - lag)});
+  }
+
+  // Windows from the chains of every micro-batch: heads (stage 0's forwards
+  // in micro-batch order, one lane) and tails (what must follow an op).
+  bool AddOps() {
+    const bool split = p_.split_backward;
+    std::vector<int> dF(S_), dB(S_), dW(S_), dC(S_ > 1 ? S_ - 1 : 0, 0), dO(S_, 0);
+    for (int s = 0; s < S_; ++s) {
+      dF[s] = Grains(p_.f[s], g_);
+      dB[s] = Grains(Duration(p_, {OpType::kB, s, 0}), g_);
+      dW[s] = split ? Grains(p_.w[s], g_) : 0;
+      if (p_.offload) dO[s] = Grains((*p_.offload)[s], g_);
+      if (s + 1 < S_) dC[s] = Grains(CommTime(p_, s), g_);
+    }
+    std::vector<int> tailF(S_), tailB(S_);
+    for (int s = 0; s < S_; ++s) {
+      tailB[s] = std::max(dW[s], s > 0 ? dC[s - 1] + dB[s - 1] + tailB[s - 1] : 0);
+    }
+    for (int s = S_ - 1; s >= 0; --s) {
+      tailF[s] = dB[s] + tailB[s];
+      if (s + 1 < S_) tailF[s] = std::max(tailF[s], dC[s] + dF[s + 1] + tailF[s + 1]);
+    }
+    id_.assign(p_.op_space().size(), -1);
+    const auto add = [&](OpType t, int s, int m, int d, int lo, int tail) {
+      id_[p_.op_space().Index(t, s, m)] = static_cast<int>(ops_.size());
+      ops_.push_back({Op{t, s, m}, d, lo, H_ - d - tail});
+      return ops_.back().lo <= ops_.back().hi;
+    };
+    for (int m = 0; m < M_; ++m) {
+      std::vector<int> headF(S_), headB(S_);
+      for (int s = 0; s < S_; ++s)
+        headF[s] = s == 0 ? m * dF[0] : headF[s - 1] + dF[s - 1] + dC[s - 1];
+      for (int s = S_ - 1; s >= 0; --s) {
+        headB[s] = s + 1 < S_ ? headB[s + 1] + dB[s + 1] + dC[s] : headF[s] + dF[s];
+      }
+      for (int s = 0; s < S_; ++s) {
+        if (!add(OpType::kF, s, m, dF[s], headF[s], tailF[s])) return false;
+        if (!add(OpType::kB, s, m, dB[s], headB[s], tailB[s])) return false;
+        if (split && !add(OpType::kW, s, m, dW[s], headB[s] + dB[s], 0)) return false;
+      }
+    }
+    compute_ops_ = static_cast<int>(ops_.size());
+    // O and R of every activation that may go to the host and back in time.
+    for (int s = 0; s < S_; ++s) {
+      const int dev = p_.stage_device[s];
+      if (!p_.offload || !p_.memory_limit || p_.offloadable[s] <= 0) continue;
+      if ((*p_.memory_limit)[dev] >= kInfinity) continue;
+      for (int m = 0; m < M_; ++m) {
+        const OpInfo& f = ops_[Id(OpType::kF, s, m)];
+        const OpInfo& b = ops_[Id(OpType::kB, s, m)];
+        const int o_lo = f.lo + f.d, r_hi = b.hi - dO[s];
+        if (o_lo + dO[s] > r_hi) continue;
+        const int y = NewVar();
+        add(OpType::kO, s, m, dO[s], o_lo, 0);
+        ops_.back().hi = r_hi - dO[s];
+        ops_.back().offload_var = y;
+        add(OpType::kR, s, m, dO[s], o_lo + dO[s], 0);
+        ops_.back().hi = r_hi;
+        ops_.back().offload_var = y;
+      }
+    }
+    for (OpInfo& o : ops_) {
+      o.base = next_var_;
+      next_var_ += o.hi - o.lo;
+    }
+    solver_.reserve(next_var_);
+    return true;
+  }
+
+  void AddChains() {
+    for (int m = 0; m < M_; ++m) {
+      for (int s = 0; s < S_; ++s) {
+        const int f = Id(OpType::kF, s, m), b = Id(OpType::kB, s, m);
+        if (s + 1 < S_) {
+          const int lag = Grains(CommTime(p_, s), g_);
+          Precedence(f, Id(OpType::kF, s + 1, m), lag);
+          Precedence(Id(OpType::kB, s + 1, m), b, lag);
+        }
+        Precedence(f, b, 0);
+        if (p_.split_backward) Precedence(b, Id(OpType::kW, s, m), 0);
+        if (s == 0 && m + 1 < M_) Precedence(f, Id(OpType::kF, 0, m + 1), 0);  // symmetry
+        if (const int o = Id(OpType::kO, s, m); o >= 0) {
+          const int r = Id(OpType::kR, s, m), y = ops_[o].offload_var;
+          Precedence(f, o, 0, y);
+          Precedence(o, r, 0, y);
+          Precedence(r, b, 0, y);
+        }
+      }
+    }
+  }
+
+  // Compute op i reaches compute op j through the micro-batch chain, or
+  // through stage 0's forwards in micro-batch order.
+  bool Reaches(int i, int j) const {
+    const Op& a = ops_[i].op;
+    const Op& b = ops_[j].op;
+    if (a.microbatch != b.microbatch) {
+      return a.type == OpType::kF && a.stage == 0 && a.microbatch < b.microbatch;
+    }
+    const auto pos = [&](OpType t, int s) { return t == OpType::kF ? s : 2 * S_ - 1 - s; };
+    if (a.type == OpType::kW) return false;
+    if (b.type == OpType::kW) return pos(a.type, a.stage) <= pos(OpType::kB, b.stage);
+    return pos(a.type, a.stage) < pos(b.type, b.stage);
+  }
+
+  // Two ops of one lane: an order variable, or the one order their windows
+  // allow (under `guards`); false when neither fits.
+  bool Disjoint(int i, int j, int g1, int g2) {
+    const OpInfo& a = ops_[i];
+    const OpInfo& b = ops_[j];
+    const bool i_first = a.lo + a.d <= b.hi, j_first = b.lo + b.d <= a.hi;
+    if (!i_first && !j_first) {
+      Add({-g1, -g2});
+      return g1 != kTrue || g2 != kTrue;
+    }
+    if (!j_first) {
+      Precedence(i, j, 0, g1, g2);
+    } else if (!i_first) {
+      Precedence(j, i, 0, g1, g2);
+    } else {
+      const int x = NewVar();
+      Precedence(i, j, 0, g1, g2, x);
+      Precedence(j, i, 0, g1, g2, -x);
+    }
+    return true;
+  }
+
+  // The literals of the compute lanes' order clauses (most of the encoding):
+  // each pair of one device's ops, over both windows, four a clause.
+  std::int64_t LaneLiterals() const {
+    std::vector<std::int64_t> count(p_.devices, 0), width(p_.devices, 0);
+    std::int64_t total = 0;
+    for (int i = 0; i < compute_ops_; ++i) {
+      const int d = DeviceOf(p_, ops_[i].op);
+      const std::int64_t w = ops_[i].hi - ops_[i].lo + 1;
+      total += 4 * (count[d] * w + width[d]);  // with every op before it on the device
+      ++count[d];
+      width[d] += w;
+    }
+    return total;
+  }
+
+  bool AddLanes() {
+    std::vector<std::vector<int>> lane(p_.devices);
+    for (int i = 0; i < compute_ops_; ++i) lane[DeviceOf(p_, ops_[i].op)].push_back(i);
+    for (const std::vector<int>& ops : lane) {
+      for (std::size_t a = 0; a < ops.size(); ++a) {
+        for (std::size_t b = a + 1; b < ops.size(); ++b) {
+          if (Reaches(ops[a], ops[b]) || Reaches(ops[b], ops[a])) continue;
+          if (!Disjoint(ops[a], ops[b], kTrue, kTrue)) return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  bool AddLinks() {
+    const std::vector<int> link = LinkOfDevice(p_);
+    std::vector<std::vector<int>> lane(p_.host_links.size());
+    for (std::size_t i = compute_ops_; i < ops_.size(); ++i) {
+      lane[link[DeviceOf(p_, ops_[i].op)]].push_back(static_cast<int>(i));
+    }
+    for (const std::vector<int>& ops : lane) {
+      for (std::size_t a = 0; a < ops.size(); ++a) {
+        for (std::size_t b = a + 1; b < ops.size(); ++b) {
+          const int ya = ops_[ops[a]].offload_var, yb = ops_[ops[b]].offload_var;
+          if (ya == yb) continue;  // O and R of one activation: a precedence
+          Disjoint(ops[a], ops[b], ya, yb);
+        }
+      }
+    }
+    return true;
+  }
+
+  // At every grid instant t (memory changes only there), the activations of a
+  // device weigh at most its room: per activation, "started, not freed by B,
+  // not out" weighs the activation, "out" (O ended, R not started) what O
+  // leaves, "B ended, W not" what W frees. Each literal is implied by its
+  // condition (never false when it holds), enough for an upper bound.
+  void AddMemory() {
+    if (!p_.memory_limit) return;
+    for (int dev = 0; dev < p_.devices; ++dev) {
+      const double limit = (*p_.memory_limit)[dev];
+      if (limit >= kInfinity) continue;
+      const int room = static_cast<int>(std::floor((limit - p_.static_memory[dev]) / q_ + 1e-9));
+      for (int t = 0; t < H_; ++t) {
+        std::vector<std::pair<int, int>> terms;  // (literal, weight)
+        int fixed = 0;                           // weight of literals that are true
+        const auto term = [&](int lit, double amount) {
+          const int w = Grains(amount, q_);
+          if (w <= 0 || lit == -kTrue) return;
+          if (lit == kTrue) {
+            fixed += w;
+          } else {
+            terms.push_back({lit, w});
+          }
+        };
+        for (int s = 0; s < S_; ++s) {
+          if (p_.stage_device[s] != dev) continue;
+          for (int m = 0; m < M_; ++m) Activation(s, m, t, term);
+        }
+        AtMost(terms, room - fixed);
+      }
+    }
+  }
+
+  template <class Term>
+  void Activation(int s, int m, int t, const Term& term) {
+    const int f = Id(OpType::kF, s, m), b = Id(OpType::kB, s, m);
+    const int started = Le(f, t);
+    if (started == -kTrue) return;
+    const int b_ended = Le(b, t - ops_[b].d);
+    int out = -kTrue;
+    if (const int o = Id(OpType::kO, s, m); o >= 0) {
+      const int r = Id(OpType::kR, s, m);
+      const int o_ended = Le(o, t - ops_[o].d), r_started = Le(r, t);
+      if (o_ended != -kTrue && r_started != kTrue) {
+        out = NewVar();
+        Add({-out, ops_[o].offload_var});
+        Add({-out, o_ended});
+        Add({-out, -r_started});
+      }
+    }
+    const double act = p_.activation[s];
+    if (b_ended != kTrue) {
+      int live = started;
+      if (b_ended != -kTrue || out != -kTrue) {
+        live = NewVar();
+        Add({-started, b_ended, out, live});
+      }
+      term(live, act);
+      term(out, act - p_.offloadable[s]);
+    }
+    if (p_.split_backward && b_ended != -kTrue) {
+      const int w = Id(OpType::kW, s, m);
+      const int w_ended = Le(w, t - ops_[w].d);
+      int waiting = b_ended;
+      if (w_ended != -kTrue) {
+        waiting = NewVar();
+        Add({-b_ended, w_ended, waiting});
+      }
+      term(waiting, act - p_.freed_by_b[s]);
+    }
+  }
+
+  // sum(w * lit) <= k: a sequential weighted counter, s[j] = "the terms so
+  // far weigh at least j + 1".
+  void AtMost(const std::vector<std::pair<int, int>>& terms, int k) {
+    if (k < 0) {
+      Add({});
+      return;
+    }
+    int total = 0;
+    for (const auto& [lit, w] : terms) total += w;
+    if (total <= k) return;
+    std::vector<int> prev, cur;
+    for (std::size_t i = 0; i < terms.size(); ++i) {
+      const auto [x, w] = terms[i];
+      if (w > k) {
+        Add({-x});
+      } else if (!prev.empty()) {
+        Add({-x, -prev[k - w]});  // would exceed k
+      }
+      if (i + 1 == terms.size()) break;
+      cur.assign(k, 0);
+      for (int j = 0; j < k; ++j) {
+        cur[j] = NewVar();
+        if (!prev.empty()) Add({-prev[j], cur[j]});
+        if (j < w) Add({-x, cur[j]});
+        if (j >= w && !prev.empty()) Add({-x, -prev[j - w], cur[j]});
+      }
+      prev.swap(cur);
+    }
+  }
+
+  static constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+  const Problem& p_;
+  const int H_;
+  const double g_, q_;
+  CaDiCaL::Solver& solver_;
+  const int S_, M_;
+  std::vector<OpInfo> ops_;
+  std::vector<int> id_;  // OpSpace index -> op, -1 if none
+  int compute_ops_ = 0;
+  int next_var_ = 1;
+  std::int64_t clauses_ = 0, literals_ = 0, max_literals_ = 0;
+};
+
+}  // namespace
+
+bool SatSearchApplies(const Problem& p) {
+  if (p.objective != Objective::kMakespan || TimeGrain(p) <= 0) return false;
+  for (int s = 0; s < p.stages(); ++s) {
+    if (p.f[s] <= 0 || Duration(p, {OpType::kB, s, 0}) <= 0) return false;
+    if (p.split_backward && p.w[s] <= 0) return false;
+    if (p.offload && (*p.offload)[s] <= 0) return false;
+  }
+  if (!p.memory_limit) return true;
+  const double q = MemoryGrain(p);
+  if (q <= 0) return false;
+  for (int d = 0; d < p.devices; ++d) {
+    if ((*p.memory_limit)[d] - p.static_memory[d] > kMaxRoomGrains * q) return false;
+  }
+  return true;
+}
+
+SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double incumbent,
+                                  const SatSearchOptions& opt) {
+  const Clock::time_point t0 = Clock::now();
+  const Clock::time_point deadline =
+      t0 + std::chrono::microseconds(static_cast<std::int64_t>(opt.time_limit_s * 1e6));
+  const double g = TimeGrain(p);
+  const double q = p.memory_limit ? MemoryGrain(p) : 1.0;
+  const double tol = 1e-9 * std::max(1.0, incumbent);
+  SatSearchResult res;
+  res.best = incumbent;
+  res.bound = std::min(AtGrain(p, lower_bound), incumbent);
+  Simulator simulator(p);
+  while (res.bound < res.best - tol) {
+    if ((opt.stop && opt.stop->load()) || Clock::now() >= deadline) break;
+    const double target = BelowGrain(p, res.best);
+    if (target < res.bound - tol) {  // the best is the bound's multiple of the grain
+      res.bound = res.best;
+      break;
+    }
+    CaDiCaL::Solver solver;
+    solver.set("quiet", 1);
+    Encoding enc(p, Grains(target, g), g, q, solver);
+    const Encoding::Built built = enc.Build(opt.max_literals, [&] {
+      return (opt.stop && opt.stop->load()) || Clock::now() >= deadline;
+    });
+    ++res.probes;
+    res.variables = std::max(res.variables, enc.variables());
+    res.clauses = std::max(res.clauses, enc.clauses());
+    const auto log = [&](const std::string& what) {
+      if (!opt.log) return;
+      const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+      opt.log("sat: by " + FormatNumber(target) + ": " + what + " (" +
+              std::to_string(enc.variables()) + " variables, " + std::to_string(enc.clauses()) +
+              " clauses, t=" + FormatNumber(std::round(secs * 100) / 100) + "s)");
+    };
+    if (built == Encoding::Built::kTooLarge) {
+      log("too large to encode");
+      break;
+    }
+    if (built == Encoding::Built::kCut) {
+      log("cut short while encoding");
+      break;
+    }
+    int answer = 20;  // an op without a window: none
+    if (built == Encoding::Built::kOk) {
+      Deadline stop(deadline, opt.stop);
+      solver.connect_terminator(&stop);
+      answer = solver.solve();
+      solver.disconnect_terminator();
+    }
+    if (answer == 20) {
+      log("none");
+      res.bound = std::min(AtGrain(p, target + g / 2), res.best);
+      break;
+    }
+    if (answer != 10) {
+      log("cut short");
+      break;
+    }
+    StatusOr<Schedule> s = OrdersOf(p, enc.Decode());
+    StatusOr<SimResult> sim = s.ok() ? simulator.Run(*s) : StatusOr<SimResult>(s.status());
+    if (!sim.ok() || sim->objective > target + tol) {
+      // The simulator has the last word; an encoding that disagrees proves nothing.
+      log("a schedule the simulator rejects (" +
+          (sim.ok() ? "objective " + FormatNumber(sim->objective) : sim.status().message()) + ")");
+      break;
+    }
+    log("found " + FormatNumber(sim->objective));
+    s->method = "sat";
+    res.best = sim->objective;
+    res.schedule = std::move(*s);
+    res.sim = std::move(*sim);
+  }
+  res.optimal = res.bound >= res.best - tol;
+  if (res.optimal) res.bound = res.best;
+  return res;
+}
+
+}  // namespace optpipe

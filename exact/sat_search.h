@@ -1,0 +1,78 @@
+// SearchTimeIndexed: exact probes "does a schedule end by T?" as SAT problems
+// on a time grid, solved by CaDiCaL; offload and memory limits included.
+//
+// Where every duration and comm time is a multiple of the time grain g
+// (TimeGrain), the least makespan has a schedule whose starts are multiples
+// of g too, so a probe may ask for integer starts s_i in grains. Each op i
+// gets the order encoding of its start on its window [head, T - d_i - tail]
+// (one variable "s_i <= t" per t; Tamura et al., "Compiling finite linear CSP
+// into SAT", 2009, the encoding that closed open job-shop instances): a
+// precedence s_j >= s_i + d_i + lag is one binary clause per t; two ops of a
+// lane that the DAG does not order get an order variable and two clauses per
+// t; the O and R of an activation exist only when its offload variable is
+// set. Memory is checked at every grid instant (it changes only there): the
+// activations of a device that are live then (started and not yet freed by
+// B, W or O, or reloaded by R) weigh at most its room, a pseudo-Boolean
+// constraint in integer multiples of a memory grain, encoded as a sequential
+// weighted counter (Hoelldobler, Manthey, Steinke, KI 2012). Micro-batches are
+// interchangeable, so their stage-0 forwards run in order (a true symmetry,
+// unlike the MILP's per-stage order, which offload breaks).
+//
+// Probes go down from the incumbent: "by the incumbent's largest grain
+// multiple below it"; a schedule there (decoded, re-timed by the Simulator)
+// is the new incumbent and the next probe goes below it; "none" proves the
+// incumbent optimal; a probe cut short by the clock proves nothing. Exact
+// for the problem, with or without offload. Cost: the grid has H = T / g
+// columns; the encoding has O(ops * H) variables and O(pairs * H) clauses
+// (a 4x8 problem with offload and T = 30: about 10k variables and 90k
+// clauses), so it applies to problems of a few thousand ops at most on a
+// coarse grain (see SatSearchApplies).
+//
+//   SatSearchOptions opt;
+//   SatSearchResult r = SearchTimeIndexed(problem, lower_bound, incumbent_objective, opt);
+//   // r.bound: proven; r.schedule: better than the incumbent, when found
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/problem.h"
+#include "core/schedule.h"
+#include "core/simulator.h"
+
+namespace optpipe {
+
+struct SatSearchOptions {
+  double time_limit_s = 1.0;
+  const std::atomic<bool>* stop = nullptr;
+  // A probe whose encoding would exceed this many clause literals is not run.
+  std::int64_t max_literals = 40'000'000;
+  std::function<void(const std::string&)> log;  // one line per probe
+};
+
+struct SatSearchResult {
+  double bound = 0;  // no schedule ends earlier (at least the lower bound given)
+  // The best schedule found, when better than the incumbent given (simulated, valid).
+  std::optional<Schedule> schedule;
+  std::optional<SimResult> sim;
+  double best = 0;       // the best objective known: the incumbent's or the schedule's
+  bool optimal = false;  // a probe below `best` found none
+  int probes = 0;
+  std::int64_t variables = 0, clauses = 0;  // of the largest probe
+};
+
+// The makespan objective; a time grain (TimeGrain > 0); every op longer than
+// zero; memory amounts (activation, freed_by_b, offloadable and their
+// differences) multiples of a memory grain in {1, 1/2, ..., 1/1000} with every
+// device's room at most 1000 grains.
+bool SatSearchApplies(const Problem& p);
+
+// `lower_bound`: a proven bound; `incumbent`: the objective of a known
+// schedule (the probes look below it). Requires SatSearchApplies(p).
+SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double incumbent,
+                                  const SatSearchOptions& opt);
+
+}  // namespace optpipe
