@@ -204,9 +204,10 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
   // where the order search does not apply (exact/sat_search.h).
   if (opt.sat_search && best && SatSearchApplies(p)) {
     SatSearchOptions ss;
-    ss.time_limit_s = std::max(0.0, opt.time_limit_s - elapsed()) / 2;
+    ss.time_limit_s = std::max(0.0, opt.time_limit_s - elapsed()) * 3 / 4;
     ss.stop = opt.stop;
     ss.log = log;
+    ss.hint = &*best_sim;
     SatSearchResult r = SearchTimeIndexed(p, core_bound, best_sim->objective, ss);
     if (r.schedule) adopt(std::move(*r.schedule), *r.sim);
     core_bound = AtGrain(p, std::max(core_bound, r.bound));

@@ -7,6 +7,7 @@
 #include <functional>
 #include <initializer_list>
 #include <limits>
+#include <map>
 #include <vector>
 
 #include "core/text_format.h"
@@ -70,6 +71,7 @@ class Encoding {
     Add({NewVar()});  // variable 1 is true: kTrue
     if (!AddOps()) return Built::kEmpty;
     if (LaneLiterals() > max_literals_) return Built::kTooLarge;
+    NumberStarts();
     for (std::size_t i = 0; i < ops_.size(); ++i) {
       for (int t = ops_[i].lo; t + 1 < ops_[i].hi; ++t) Add({-Le(i, t), Le(i, t + 1)});
     }
@@ -93,6 +95,28 @@ class Encoding {
       t.ops.push_back({o.op, DeviceOf(p_, o.op), start * g_, (start + o.d) * g_});
     }
     return t;
+  }
+
+  // The solver's first guesses from a known schedule's times: each start
+  // variable, each lane order and each offload as that schedule has them.
+  void Phases(const SimResult& hint) {
+    const OpSpace space = p_.op_space();
+    const auto start = [&](int i) { return hint.start[space.Index(ops_[i].op)] / g_; };
+    for (std::size_t i = 0; i < ops_.size(); ++i) {
+      const double at = start(static_cast<int>(i));
+      const bool absent = std::isnan(at);
+      if (ops_[i].offload_var != 0 && ops_[i].op.type == OpType::kO) {
+        solver_.phase(absent ? -ops_[i].offload_var : ops_[i].offload_var);
+      }
+      if (absent) continue;
+      for (int t = ops_[i].lo; t < ops_[i].hi; ++t) {
+        solver_.phase(t + 1e-9 >= at ? Le(i, t) : -Le(i, t));
+      }
+    }
+    for (const auto& [i, j, x] : orders_) {
+      const double a = start(i), b = start(j);
+      if (!std::isnan(a) && !std::isnan(b)) solver_.phase(a <= b ? x : -x);
+    }
   }
 
   std::int64_t variables() const { return next_var_ - 1; }
@@ -126,6 +150,14 @@ class Encoding {
     solver_.add(0);
     ++clauses_;
     literals_ += n;
+  }
+
+  void AddClause(const std::vector<int>& lits) {
+    if (literals_ > max_literals_) return;
+    for (int l : lits) solver_.add(l);
+    solver_.add(0);
+    ++clauses_;
+    literals_ += static_cast<std::int64_t>(lits.size());
   }
 
   // "op i starts at or before t", a literal or a constant.
@@ -205,12 +237,16 @@ class Encoding {
         ops_.back().offload_var = y;
       }
     }
+    return true;
+  }
+
+  // One variable per op and grid column of its window, numbered op by op.
+  void NumberStarts() {
     for (OpInfo& o : ops_) {
       o.base = next_var_;
       next_var_ += o.hi - o.lo;
     }
     solver_.reserve(next_var_);
-    return true;
   }
 
   void AddChains() {
@@ -265,6 +301,7 @@ class Encoding {
       Precedence(j, i, 0, g1, g2);
     } else {
       const int x = NewVar();
+      orders_.push_back({i, j, x});
       Precedence(i, j, 0, g1, g2, x);
       Precedence(j, i, 0, g1, g2, -x);
     }
@@ -389,8 +426,12 @@ class Encoding {
     }
   }
 
-  // sum(w * lit) <= k: a sequential weighted counter, s[j] = "the terms so
-  // far weigh at least j + 1".
+  // sum(w * lit) <= k. The literals of one weight are counted in unary up to
+  // the fewest of them that alone weigh more than k (a sequential counter,
+  // Sinz, CP 2005), and every least combination of counts that weighs more
+  // is one clause: a device's activations come in a few weights (one per
+  // stage and state), so this stays small on fine memory grains. With many
+  // weights, one sequential weighted counter over all of them.
   void AtMost(const std::vector<std::pair<int, int>>& terms, int k) {
     if (k < 0) {
       Add({});
@@ -399,24 +440,63 @@ class Encoding {
     int total = 0;
     for (const auto& [lit, w] : terms) total += w;
     if (total <= k) return;
-    std::vector<int> prev, cur;
-    for (std::size_t i = 0; i < terms.size(); ++i) {
-      const auto [x, w] = terms[i];
-      if (w > k) {
-        Add({-x});
-      } else if (!prev.empty()) {
-        Add({-x, -prev[k - w]});  // would exceed k
+    std::map<int, std::vector<std::pair<int, int>>> by_weight;  // weight -> (literal, 1)
+    for (const auto& [lit, w] : terms) by_weight[w].push_back({lit, 1});
+    std::vector<int> weight, cap;
+    std::int64_t combinations = 1;
+    for (const auto& [w, group] : by_weight) {
+      weight.push_back(w);
+      cap.push_back(std::min(static_cast<int>(group.size()), k / w + 1));
+      combinations *= cap.back() + 1;
+    }
+    if (combinations > 4096) {
+      Add({-Counter(terms, k + 1)[k]});
+      return;
+    }
+    std::vector<std::vector<int>> at_least;  // [group][j]: at least j + 1 of it
+    for (const auto& [w, group] : by_weight)
+      at_least.push_back(Counter(group, cap[at_least.size()]));
+    std::vector<int> count(weight.size(), 0), clause;
+    while (true) {
+      int sum = 0;
+      for (std::size_t g = 0; g < count.size(); ++g) sum += count[g] * weight[g];
+      bool least = sum > k;
+      for (std::size_t g = 0; least && g < count.size(); ++g) {
+        least = count[g] == 0 || sum - weight[g] <= k;
       }
-      if (i + 1 == terms.size()) break;
-      cur.assign(k, 0);
-      for (int j = 0; j < k; ++j) {
+      if (least) {
+        clause.clear();
+        for (std::size_t g = 0; g < count.size(); ++g) {
+          if (count[g] > 0) clause.push_back(-at_least[g][count[g] - 1]);
+        }
+        AddClause(clause);
+      }
+      std::size_t g = 0;  // the next combination, as an odometer
+      while (g < count.size() && count[g] == cap[g]) count[g++] = 0;
+      if (g == count.size()) break;
+      ++count[g];
+    }
+  }
+
+  // A one-directional sequential weighted counter (Hoelldobler, Manthey,
+  // Steinke, KI 2012): c[j] is implied by "the terms weigh at least j + 1",
+  // for j < cap.
+  std::vector<int> Counter(const std::vector<std::pair<int, int>>& terms, int cap) {
+    std::vector<int> prev, cur;
+    for (const auto& [x, w] : terms) {
+      cur.assign(cap, 0);
+      for (int j = 0; j < cap; ++j) {
         cur[j] = NewVar();
         if (!prev.empty()) Add({-prev[j], cur[j]});
-        if (j < w) Add({-x, cur[j]});
-        if (j >= w && !prev.empty()) Add({-x, -prev[j - w], cur[j]});
+        if (j < w) {
+          Add({-x, cur[j]});
+        } else if (!prev.empty()) {
+          Add({-x, -prev[j - w], cur[j]});
+        }
       }
       prev.swap(cur);
     }
+    return prev;
   }
 
   static constexpr double kInfinity = std::numeric_limits<double>::infinity();
@@ -428,6 +508,10 @@ class Encoding {
   const int S_, M_;
   std::vector<OpInfo> ops_;
   std::vector<int> id_;  // OpSpace index -> op, -1 if none
+  struct Order {
+    int i, j, x;  // x: "i before j"
+  };
+  std::vector<Order> orders_;
   int compute_ops_ = 0;
   int next_var_ = 1;
   std::int64_t clauses_ = 0, literals_ = 0, max_literals_ = 0;
@@ -454,8 +538,7 @@ bool SatSearchApplies(const Problem& p) {
 SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double incumbent,
                                   const SatSearchOptions& opt) {
   const Clock::time_point t0 = Clock::now();
-  const Clock::time_point deadline =
-      t0 + std::chrono::microseconds(static_cast<std::int64_t>(opt.time_limit_s * 1e6));
+  const auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   const double g = TimeGrain(p);
   const double q = p.memory_limit ? MemoryGrain(p) : 1.0;
   const double tol = 1e-9 * std::max(1.0, incumbent);
@@ -463,13 +546,25 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
   res.best = incumbent;
   res.bound = std::min(AtGrain(p, lower_bound), incumbent);
   Simulator simulator(p);
+  double ceiling = incumbent;  // targets lie below it (lowered by a probe cut short)
+  bool descend = true;
   while (res.bound < res.best - tol) {
-    if ((opt.stop && opt.stop->load()) || Clock::now() >= deadline) break;
-    const double target = BelowGrain(p, res.best);
-    if (target < res.bound - tol) {  // the best is the bound's multiple of the grain
-      res.bound = res.best;
+    const double left = opt.time_limit_s - seconds();
+    if ((opt.stop && opt.stop->load()) || left <= 0) break;
+    const double top = BelowGrain(p, std::min(res.best, ceiling));
+    if (top < res.bound - tol) {
+      if (ceiling >= res.best) res.bound = res.best;  // the bound's multiple of the grain
       break;
     }
+    // Just below the best after a schedule was found (the hint's times are
+    // close), else the upper middle of the targets left; the last one gets
+    // all the time.
+    const int steps = Grains(top - res.bound, g);
+    const double target = descend ? top : top - (steps / 2) * g;
+    descend = false;
+    const Clock::time_point deadline =
+        Clock::now() +
+        std::chrono::microseconds(static_cast<std::int64_t>((steps == 0 ? left : left / 2) * 1e6));
     CaDiCaL::Solver solver;
     solver.set("quiet", 1);
     Encoding enc(p, Grains(target, g), g, q, solver);
@@ -480,35 +575,33 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     res.variables = std::max(res.variables, enc.variables());
     res.clauses = std::max(res.clauses, enc.clauses());
     const auto log = [&](const std::string& what) {
-      if (!opt.log) return;
-      const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-      opt.log("sat: by " + FormatNumber(target) + ": " + what + " (" +
-              std::to_string(enc.variables()) + " variables, " + std::to_string(enc.clauses()) +
-              " clauses, t=" + FormatNumber(std::round(secs * 100) / 100) + "s)");
+      if (opt.log) {
+        opt.log("sat: by " + FormatNumber(target) + ": " + what + " (" +
+                std::to_string(enc.variables()) + " variables, " + std::to_string(enc.clauses()) +
+                " clauses, t=" + FormatNumber(std::round(seconds() * 100) / 100) + "s)");
+      }
     };
     if (built == Encoding::Built::kTooLarge) {
       log("too large to encode");
       break;
     }
-    if (built == Encoding::Built::kCut) {
-      log("cut short while encoding");
-      break;
-    }
     int answer = 20;  // an op without a window: none
     if (built == Encoding::Built::kOk) {
+      if (opt.hint) enc.Phases(*opt.hint);
       Deadline stop(deadline, opt.stop);
       solver.connect_terminator(&stop);
       answer = solver.solve();
       solver.disconnect_terminator();
     }
+    if (built == Encoding::Built::kCut || (answer != 10 && answer != 20)) {
+      log("cut short");
+      ceiling = target;  // a lower target is more constrained: perhaps quicker to decide
+      continue;
+    }
     if (answer == 20) {
       log("none");
       res.bound = std::min(AtGrain(p, target + g / 2), res.best);
-      break;
-    }
-    if (answer != 10) {
-      log("cut short");
-      break;
+      continue;
     }
     StatusOr<Schedule> s = OrdersOf(p, enc.Decode());
     StatusOr<SimResult> sim = s.ok() ? simulator.Run(*s) : StatusOr<SimResult>(s.status());
@@ -519,6 +612,7 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
       break;
     }
     log("found " + FormatNumber(sim->objective));
+    descend = true;
     s->method = "sat";
     res.best = sim->objective;
     res.schedule = std::move(*s);

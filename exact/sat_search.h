@@ -18,10 +18,13 @@
 // interchangeable, so their stage-0 forwards run in order (a true symmetry,
 // unlike the MILP's per-stage order, which offload breaks).
 //
-// Probes go down from the incumbent: "by the incumbent's largest grain
-// multiple below it"; a schedule there (decoded, re-timed by the Simulator)
-// is the new incumbent and the next probe goes below it; "none" proves the
-// incumbent optimal; a probe cut short by the clock proves nothing. Exact
+// Probes bisect the grain multiples between the bound and the incumbent
+// (the upper middle first: heuristic incumbents tend to be close): a schedule
+// by T (decoded, re-timed by the Simulator) is the new incumbent, "none by T"
+// raises the bound to T + g, and the two meeting prove the incumbent optimal.
+// A probe gets half of the time left (the last one all of it); one cut short
+// proves nothing and sends the next probes below it. The solver's first
+// guesses follow the incumbent's times when it is given (hint). Exact
 // for the problem, with or without offload. Cost: the grid has H = T / g
 // columns; the encoding has O(ops * H) variables and O(pairs * H) clauses
 // (a 4x8 problem with offload and T = 30: about 10k variables and 90k
@@ -51,6 +54,8 @@ struct SatSearchOptions {
   // A probe whose encoding would exceed this many clause literals is not run.
   std::int64_t max_literals = 40'000'000;
   std::function<void(const std::string&)> log;  // one line per probe
+  // A known schedule's times (the incumbent's): the solver's first guesses.
+  const SimResult* hint = nullptr;
 };
 
 struct SatSearchResult {

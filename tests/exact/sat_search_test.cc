@@ -119,6 +119,9 @@ TEST(SatSearch, FindsAndProvesTheBruteForceOptimumOnTinyProblems) {
     EXPECT_TRUE(r.optimal) << c.name;
     EXPECT_FALSE(r.schedule.has_value()) << c.name;
     EXPECT_NEAR(r.bound, brute, kTol * brute) << c.name;
+    // Given a bound one grain below: one probe there decides it.
+    r = SearchTimeIndexed(c.p, brute - TimeGrain(c.p), brute, opt);
+    EXPECT_TRUE(r.optimal) << c.name;
     EXPECT_EQ(r.probes, 1) << c.name;
   }
   // The proofs are the search's own where the core bounds fall short.
@@ -141,6 +144,7 @@ TEST(SatSearch, FindsTheScheduleWhereAMicroBatchOvertakesAnother) {
   ASSERT_DOUBLE_EQ(warm->sim.makespan, 25);
   SatSearchOptions opt;
   opt.time_limit_s = 20;
+  opt.hint = &warm->sim;  // first guesses from po-keep's times
   const SatSearchResult r = SearchTimeIndexed(p, BestLowerBound(p), 25, opt);
   EXPECT_LE(r.best, 24 + kTol);
   EXPECT_LE(r.bound, 24 + kTol);
