@@ -10,6 +10,7 @@
 #include "core/text_format.h"
 #include "exact/model.h"
 #include "exact/order_search.h"
+#include "exact/sat_search.h"
 #include "heuristics/method.h"
 #include "tools/cli.h"
 
@@ -28,10 +29,11 @@ Command AddBound(CLI::App& app) {
   sub->add_flag("--json", args->json,
                 "Print {bound, device_bound, critical_path, memory_bound, device_search_bound, "
                 "device_search_finished, order_search_bound, order_search_optimal, "
-                "binding_device} (order_search_*: null where the order search does not apply)");
+                "sat_search_bound, sat_search_optimal, binding_device} (order_search_*, "
+                "sat_search_*: null where that search does not run)");
   sub->add_option("--search-seconds", args->search_seconds,
-                  "Wall-clock budget of the device search, and again of the order search (cut "
-                  "short, each still bounds, more weakly)")
+                  "Wall-clock budget of the device search, and again of the order search or "
+                  "the SAT probes (cut short, each still bounds, more weakly)")
       ->check(kNonNegative)
       ->capture_default_str();
   sub->footer(
@@ -45,77 +47,97 @@ Command AddBound(CLI::App& app) {
       "branch and bound over every device's order below the list scheduler's objective,\n"
       "which may prove that schedule (or one it finds) optimal. Where every duration and comm\n"
       "time is a multiple of a grain (1, 0.5, 0.25, ..., 0.001), so is the least makespan:\n"
-      "the bound is raised to the next multiple. See\n"
-      "core/lower_bound.h, core/device_search_bound.h and exact/order_search.h for the proofs.");
-  return {sub, [args] {
-            StatusOr<Problem> p = LoadProblem(args->problem);
-            if (!p.ok()) return Fail(p.status());
-            const LowerBound lb = ComputeLowerBound(*p);
-            DeviceSearchOptions so;
-            so.time_limit_s = args->search_seconds;
-            const auto progress = [](const std::string& line) {
-              std::cerr << "optpipe: " << line << "\n";
-            };
-            const DeviceSearchBound search = ComputeDeviceSearchBound(*p, so);
-            double bound = AtGrain(*p, std::max(lb.value, search.value));
-            if (search.nodes > 0) {  // it ran (memory limit, makespan)
-              std::string link;      // a link budget above every device's own value
-              const double own =
-                  *std::max_element(search.device_value.begin(), search.device_value.end());
-              for (std::size_t l = 0; l < search.link_value.size(); ++l) {
-                if (search.link_value[l] > own && search.link_value[l] >= search.value)
-                  link = ", from the round trips on host link " + std::to_string(l);
-              }
-              progress("device search bound " + FormatNumber(search.value) + " (" +
-                       std::to_string(search.nodes) + " nodes" +
-                       (search.finished ? "" : ", cut short") + link + ")");
-            }
-            std::optional<OrderSearchResult> order;
-            if (OrderSearchApplies(*p)) {
-              StatusOr<Solution> list = RunMethod(*p, "list");
-              OrderSearchOptions os;
-              os.time_limit_s = args->search_seconds;
-              os.log = progress;
-              const double above = list.ok() ? list->sim.objective : milp::SerialHorizon(*p);
-              progress("order search below " + FormatNumber(above) +
-                       (list.ok() ? " (the list scheduler's schedule)" : " (all ops in series)"));
-              order = SearchOrders(*p, bound, above, os);
-              bound = std::max(bound, order->bound);
-            }
-            const auto order_bound = [&]() -> nlohmann::json {
-              return order ? nlohmann::json(order->bound) : nlohmann::json(nullptr);
-            };
-            const auto order_optimal = [&]() -> nlohmann::json {
-              return order ? nlohmann::json(order->optimal) : nlohmann::json(nullptr);
-            };
-            if (args->json) {
-              std::cout << nlohmann::json{{"bound", bound},
-                                          {"device_bound", lb.device_bound},
-                                          {"critical_path", lb.critical_path},
-                                          {"memory_bound", lb.memory_bound},
-                                          {"device_search_bound", search.value},
-                                          {"device_search_finished", search.finished},
-                                          {"order_search_bound", order_bound()},
-                                          {"order_search_optimal", order_optimal()},
-                                          {"binding_device", lb.binding_device}}
-                               .dump(1)
-                        << "\n";
-            } else {
-              std::cout << "lower bound " << bound << " (device bound " << lb.device_bound
-                        << " on device " << lb.binding_device << ", critical path "
-                        << lb.critical_path;
-              if (p->memory_limit) {
-                std::cout << ", memory bound " << lb.memory_bound << ", device search bound "
-                          << search.value << (search.finished ? "" : " (search cut short)");
-              }
-              if (order) {
-                std::cout << ", order search bound " << order->bound
-                          << (order->optimal ? " (optimal: a schedule reaches it)" : "");
-              }
-              std::cout << ")\n";
-            }
-            return int{kOk};
-          }};
+      "the bound is raised to the next multiple; with offload (or where the order search\n"
+      "does not apply), also the SAT probes on that grid below the list scheduler's\n"
+      "objective (makespan; memory amounts on a grain too). See core/lower_bound.h,\n"
+      "core/device_search_bound.h, exact/order_search.h and exact/sat_search.h for the proofs.");
+  return {
+      sub, [args] {
+        StatusOr<Problem> p = LoadProblem(args->problem);
+        if (!p.ok()) return Fail(p.status());
+        const LowerBound lb = ComputeLowerBound(*p);
+        DeviceSearchOptions so;
+        so.time_limit_s = args->search_seconds;
+        const auto progress = [](const std::string& line) {
+          std::cerr << "optpipe: " << line << "\n";
+        };
+        const DeviceSearchBound search = ComputeDeviceSearchBound(*p, so);
+        double bound = AtGrain(*p, std::max(lb.value, search.value));
+        if (search.nodes > 0) {  // it ran (memory limit, makespan)
+          std::string link;      // a link budget above every device's own value
+          const double own =
+              *std::max_element(search.device_value.begin(), search.device_value.end());
+          for (std::size_t l = 0; l < search.link_value.size(); ++l) {
+            if (search.link_value[l] > own && search.link_value[l] >= search.value)
+              link = ", from the round trips on host link " + std::to_string(l);
+          }
+          progress("device search bound " + FormatNumber(search.value) + " (" +
+                   std::to_string(search.nodes) + " nodes" +
+                   (search.finished ? "" : ", cut short") + link + ")");
+        }
+        // The exact searches look below the list scheduler's schedule.
+        std::optional<OrderSearchResult> order;
+        std::optional<SatSearchResult> sat;
+        const bool ordered = OrderSearchApplies(*p);
+        if (ordered || SatSearchApplies(*p)) {
+          StatusOr<Solution> list = RunMethod(*p, "list");
+          const double above = list.ok() ? list->sim.objective : milp::SerialHorizon(*p);
+          progress(std::string(ordered ? "order search" : "SAT probes") + " below " +
+                   FormatNumber(above) +
+                   (list.ok() ? " (the list scheduler's schedule)" : " (all ops in series)"));
+          if (ordered) {
+            OrderSearchOptions os;
+            os.time_limit_s = args->search_seconds;
+            os.log = progress;
+            order = SearchOrders(*p, bound, above, os);
+            bound = std::max(bound, order->bound);
+          } else {
+            SatSearchOptions ss;
+            ss.time_limit_s = args->search_seconds;
+            ss.log = progress;
+            if (list.ok()) ss.hint = &list->sim;
+            sat = SearchTimeIndexed(*p, bound, above, ss);
+            bound = std::max(bound, sat->bound);
+          }
+        }
+        const auto or_null = [](const auto& r, auto field) -> nlohmann::json {
+          return r ? nlohmann::json((*r).*field) : nlohmann::json(nullptr);
+        };
+        if (args->json) {
+          std::cout
+              << nlohmann::json{{"bound", bound},
+                                {"device_bound", lb.device_bound},
+                                {"critical_path", lb.critical_path},
+                                {"memory_bound", lb.memory_bound},
+                                {"device_search_bound", search.value},
+                                {"device_search_finished", search.finished},
+                                {"order_search_bound", or_null(order, &OrderSearchResult::bound)},
+                                {"order_search_optimal",
+                                 or_null(order, &OrderSearchResult::optimal)},
+                                {"sat_search_bound", or_null(sat, &SatSearchResult::bound)},
+                                {"sat_search_optimal", or_null(sat, &SatSearchResult::optimal)},
+                                {"binding_device", lb.binding_device}}
+                     .dump(1)
+              << "\n";
+        } else {
+          std::cout << "lower bound " << bound << " (device bound " << lb.device_bound
+                    << " on device " << lb.binding_device << ", critical path " << lb.critical_path;
+          if (p->memory_limit) {
+            std::cout << ", memory bound " << lb.memory_bound << ", device search bound "
+                      << search.value << (search.finished ? "" : " (search cut short)");
+          }
+          if (order) {
+            std::cout << ", order search bound " << order->bound
+                      << (order->optimal ? " (optimal: a schedule reaches it)" : "");
+          }
+          if (sat) {
+            std::cout << ", SAT probes bound " << sat->bound
+                      << (sat->optimal ? " (optimal: a schedule reaches it)" : "");
+          }
+          std::cout << ")\n";
+        }
+        return int{kOk};
+      }};
 }
 
 }  // namespace optpipe::cli
