@@ -16,9 +16,10 @@ m_val=$(json_field "$tmp/v.json" makespan)
 if [ "$m_sched" = "$m_val" ] && [ "$m_sched" = "30.0" ]; then passed=$((passed + 1)); else
   echo "FAIL: makespan schedule=$m_sched validate=$m_val (expected 30.0)"; failed=$((failed + 1)); fi
 
-# schedule reports the bound `bound` does where its device search finishes
-# (unit costs, room for two activations, a slow link: the search lifts the
-# bound from 27.2 to 32).
+# schedule reports a bound at least the device search's where that search
+# finishes (unit costs, room for two activations, a slow link: it lifts the
+# bound from 27.2 to 32), and `bound`, whose SAT probes get more time, at
+# least as much.
 tight="$tmp/tight.json"
 echo '{"format": "optpipe-problem/1", "devices": 4, "microbatches": 8, "stage_time":
   {"f": 1, "b": 1, "w": 1}, "offload_time": 2, "memory": {"activation": 1, "freed_by_b": 0.5,
@@ -26,10 +27,32 @@ echo '{"format": "optpipe-problem/1", "devices": 4, "microbatches": 8, "stage_ti
 want='"device_search_finished": true' expect 0 "bound: search finishes" -- "$bin" bound "$tight" --json
 "$bin" bound "$tight" --json >"$tmp/tb.json"
 want="" expect 0 "schedule po-h tight" -- "$bin" schedule "$tight" --method po-h -o "$tmp/ts.json"
-b_bound=$(json_field "$tmp/tb.json" bound)
-b_sched=$(json_field "$tmp/ts.json" bound)
-if [ "$b_bound" = "$b_sched" ] && [ "$b_bound" != "27.2" ]; then passed=$((passed + 1)); else
-  echo "FAIL: bound $b_bound, schedule's bound $b_sched (expected equal, above 27.2)"; failed=$((failed + 1)); fi
+if python3 - "$tmp/tb.json" "$tmp/ts.json" <<'PY'
+import json, sys
+b, s = (json.load(open(f)) for f in sys.argv[1:])
+sys.exit(0 if b["bound"] >= s["bound"] >= b["device_search_bound"] == 32 else 1)
+PY
+then passed=$((passed + 1)); else
+  echo "FAIL: bound $(cat "$tmp/tb.json"), schedule's $(json_field "$tmp/ts.json" bound) (expected >= 32)"
+  failed=$((failed + 1)); fi
+# With offload on a time grid, the SAT probes prove that no schedule ends by 32
+# and find one of 33; milp returns it as optimal and validate agrees.
+"$bin" bound "$tight" --json --search-seconds 60 >"$tmp/tb.json" 2>"$tmp/tb.err"
+check "bound reports the SAT probes on stderr" -- grep -q "sat: by 32: none" "$tmp/tb.err"
+want="" expect 0 "schedule milp tight" -- "$bin" schedule "$tight" --method milp \
+  --time-limit 20 -o "$tmp/tm.json"
+"$bin" validate "$tight" "$tmp/tm.json" --json >"$tmp/tv.json"
+if python3 - "$tmp/tb.json" "$tmp/tm.json" "$tmp/tv.json" <<'PY'
+import json, sys
+b, m, v = (json.load(open(f)) for f in sys.argv[1:])
+ok = (b["sat_search_optimal"] is True and b["bound"] == b["sat_search_bound"] == 33
+      and m["termination"] == "optimal" and m["makespan"] == 33
+      and v["valid"] is True and v["makespan"] == 33)
+sys.exit(0 if ok else 1)
+PY
+then passed=$((passed + 1)); else
+  echo "FAIL: SAT proof of 33: $(cat "$tmp/tb.json") $(json_field "$tmp/tm.json" makespan)"
+  failed=$((failed + 1)); fi
 
 # Without offload, bound runs the order search too: on a memory-limited 8x16
 # problem it lifts the bound above the device search's to a schedule's
