@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <limits>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include "core/text_format.h"
@@ -45,14 +46,20 @@ double MemoryGrain(const Problem& p) {
   return 0.0;
 }
 
+// Ends a solve at a deadline, on the caller's stop, or once another solver
+// of the same probe has decided it.
 class Deadline : public CaDiCaL::Terminator {
  public:
-  Deadline(Clock::time_point at, const std::atomic<bool>* stop) : at_(at), stop_(stop) {}
-  bool terminate() override { return (stop_ && stop_->load()) || Clock::now() >= at_; }
+  Deadline(Clock::time_point at, const std::atomic<bool>* stop, const std::atomic<bool>* decided)
+      : at_(at), stop_(stop), decided_(decided) {}
+  bool terminate() override {
+    return (stop_ && stop_->load()) || decided_->load() || Clock::now() >= at_;
+  }
 
  private:
   Clock::time_point at_;
   const std::atomic<bool>* stop_;
+  const std::atomic<bool>* decided_;
 };
 
 // One probe: every op starts at an integer t in [0, H) grains and ends by H.
@@ -535,6 +542,43 @@ bool SatSearchApplies(const Problem& p) {
   return true;
 }
 
+namespace {
+
+// What one solver made of a probe: 10 a schedule (`timed`), 20 none, 0 cut short.
+struct Answer {
+  Encoding::Built built = Encoding::Built::kOk;
+  int code = 0;
+  TimedSchedule timed;
+  std::int64_t variables = 0, clauses = 0;
+};
+
+// One solver on "a schedule ends by `horizon` grains": solver k > 0 takes
+// another seed and no first guesses, so racing solvers search apart; the
+// first to decide sets `decided`, which ends the others.
+Answer Solve(const Problem& p, int horizon, double g, double q, const SatSearchOptions& opt, int k,
+             Clock::time_point deadline, std::atomic<bool>& decided) {
+  Answer a;
+  CaDiCaL::Solver solver;
+  solver.set("quiet", 1);
+  solver.set("seed", k);
+  Encoding enc(p, horizon, g, q, solver);
+  Deadline stop(deadline, opt.stop, &decided);
+  a.built = enc.Build(opt.max_literals, [&] { return stop.terminate(); });
+  a.variables = enc.variables();
+  a.clauses = enc.clauses();
+  if (a.built == Encoding::Built::kEmpty) a.code = 20;  // an op without a window: none
+  if (a.built != Encoding::Built::kOk) return a;
+  if (opt.hint && k == 0) enc.Phases(*opt.hint);
+  solver.connect_terminator(&stop);
+  a.code = solver.solve();
+  solver.disconnect_terminator();
+  if (a.code == 10) a.timed = enc.Decode();
+  if (a.code == 10 || a.code == 20) decided = true;
+  return a;
+}
+
+}  // namespace
+
 SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double incumbent,
                                   const SatSearchOptions& opt) {
   const Clock::time_point t0 = Clock::now();
@@ -565,45 +609,47 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     const Clock::time_point deadline =
         Clock::now() +
         std::chrono::microseconds(static_cast<std::int64_t>((steps == 0 ? left : left / 2) * 1e6));
-    CaDiCaL::Solver solver;
-    solver.set("quiet", 1);
-    Encoding enc(p, Grains(target, g), g, q, solver);
-    const Encoding::Built built = enc.Build(opt.max_literals, [&] {
-      return (opt.stop && opt.stop->load()) || Clock::now() >= deadline;
-    });
+    // The solvers race; the first to decide wins (both deciding agree).
+    std::atomic<bool> decided{false};
+    std::vector<Answer> answers(std::max(1, opt.solvers));
+    {
+      std::vector<std::thread> racers;
+      for (int k = 1; k < static_cast<int>(answers.size()); ++k) {
+        racers.emplace_back(
+            [&, k] { answers[k] = Solve(p, Grains(target, g), g, q, opt, k, deadline, decided); });
+      }
+      answers[0] = Solve(p, Grains(target, g), g, q, opt, 0, deadline, decided);
+      for (std::thread& t : racers) t.join();
+    }
     ++res.probes;
-    res.variables = std::max(res.variables, enc.variables());
-    res.clauses = std::max(res.clauses, enc.clauses());
+    const Answer* a = &answers[0];
+    for (const Answer& b : answers) {
+      if (b.code == 10 || b.code == 20) a = &b;
+    }
+    res.variables = std::max(res.variables, a->variables);
+    res.clauses = std::max(res.clauses, a->clauses);
     const auto log = [&](const std::string& what) {
       if (opt.log) {
         opt.log("sat: by " + FormatNumber(target) + ": " + what + " (" +
-                std::to_string(enc.variables()) + " variables, " + std::to_string(enc.clauses()) +
+                std::to_string(a->variables) + " variables, " + std::to_string(a->clauses) +
                 " clauses, t=" + FormatNumber(std::round(seconds() * 100) / 100) + "s)");
       }
     };
-    if (built == Encoding::Built::kTooLarge) {
+    if (a->built == Encoding::Built::kTooLarge) {
       log("too large to encode");
       break;
     }
-    int answer = 20;  // an op without a window: none
-    if (built == Encoding::Built::kOk) {
-      if (opt.hint) enc.Phases(*opt.hint);
-      Deadline stop(deadline, opt.stop);
-      solver.connect_terminator(&stop);
-      answer = solver.solve();
-      solver.disconnect_terminator();
-    }
-    if (built == Encoding::Built::kCut || (answer != 10 && answer != 20)) {
+    if (a->code == 0) {
       log("cut short");
       ceiling = target;  // a lower target is more constrained: perhaps quicker to decide
       continue;
     }
-    if (answer == 20) {
+    if (a->code == 20) {
       log("none");
       res.bound = std::min(AtGrain(p, target + g / 2), res.best);
       continue;
     }
-    StatusOr<Schedule> s = OrdersOf(p, enc.Decode());
+    StatusOr<Schedule> s = OrdersOf(p, a->timed);
     StatusOr<SimResult> sim = s.ok() ? simulator.Run(*s) : StatusOr<SimResult>(s.status());
     if (!sim.ok() || sim->objective > target + tol) {
       // The simulator has the last word; an encoding that disagrees proves nothing.

@@ -54,8 +54,11 @@ struct SatSearchOptions {
   // A probe whose encoding would exceed this many clause literals is not run.
   std::int64_t max_literals = 40'000'000;
   std::function<void(const std::string&)> log;  // one line per probe
-  // A known schedule's times (the incumbent's): the solver's first guesses.
+  // A known schedule's times (the incumbent's): the first solver's first guesses.
   const SimResult* hint = nullptr;
+  // Solvers racing on every probe, each on its own thread with its own seed
+  // (the first guesses go to the first): the first to decide ends the others.
+  int solvers = 2;
 };
 
 struct SatSearchResult {
