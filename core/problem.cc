@@ -146,19 +146,11 @@ std::vector<double> ForwardToBackward(const Problem& p) {
   return gap;
 }
 
-double TimeGrain(const Problem& p) {
-  std::vector<double> v;
-  for (int s = 0; s < p.stages(); ++s) {
-    v.push_back(p.f[s]);
-    v.push_back(p.b[s]);
-    v.push_back(p.w[s]);
-    if (p.offload) v.push_back((*p.offload)[s]);
-  }
-  for (double c : p.comm) v.push_back(c);
+double CommonGrain(const std::vector<double>& values) {
   for (double g :
        {1.0, 0.5, 0.25, 0.2, 0.125, 0.1, 0.05, 0.04, 0.025, 0.02, 0.01, 0.005, 0.002, 0.001}) {
     bool ok = true;
-    for (double x : v) {
+    for (double x : values) {
       const double q = x / g;
       if (std::abs(q - std::round(q)) > 1e-9 * std::max(1.0, q)) {
         ok = false;
@@ -168,6 +160,18 @@ double TimeGrain(const Problem& p) {
     if (ok) return g;
   }
   return 0.0;
+}
+
+double TimeGrain(const Problem& p) {
+  std::vector<double> v;
+  for (int s = 0; s < p.stages(); ++s) {
+    v.push_back(p.f[s]);
+    v.push_back(p.b[s]);
+    v.push_back(p.w[s]);
+    if (p.offload) v.push_back((*p.offload)[s]);
+  }
+  for (double c : p.comm) v.push_back(c);
+  return CommonGrain(v);
 }
 
 double AtGrain(const Problem& p, double bound) {

@@ -94,8 +94,11 @@ inline double CommTime(const Problem& p, int s) {
 std::vector<double> ForwardToBackward(const Problem& p);
 
 // The largest step g in {1, 1/2, 1/4, 1/5, 1/10, ..., 1/1000} of which every
-// duration and comm time is a multiple (0 if none). The least objective then
-// is one too: with its event order fixed (which op of a lane, which allocation
+// value is a multiple (0 if none).
+double CommonGrain(const std::vector<double>& values);
+
+// CommonGrain of every duration and comm time. The least objective is then a
+// multiple of it too: with its event order fixed (which op of a lane, which allocation
 // or free on a device, comes first), a schedule stays valid and ends no later
 // when every op starts as early as that order allows, and such starts are sums
 // of durations and comm times. So a lower bound may be raised to the next

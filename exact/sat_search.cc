@@ -18,14 +18,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr double kGrains[] = {1.0,  0.5,   0.25, 0.2,  0.125, 0.1,   0.05,
-                              0.04, 0.025, 0.02, 0.01, 0.005, 0.002, 0.001};
 constexpr int kMaxRoomGrains = 1000;
-
-bool IsMultiple(double x, double g) {
-  const double q = x / g;
-  return std::abs(q - std::round(q)) <= 1e-9 * std::max(1.0, std::abs(q));
-}
 
 int Grains(double x, double g) { return static_cast<int>(std::llround(x / g)); }
 
@@ -40,10 +33,7 @@ double MemoryGrain(const Problem& p) {
     v.push_back(p.activation[s] - p.freed_by_b[s]);
     v.push_back(p.activation[s] - p.offloadable[s]);
   }
-  for (double g : kGrains) {
-    if (std::all_of(v.begin(), v.end(), [&](double x) { return IsMultiple(x, g); })) return g;
-  }
-  return 0.0;
+  return CommonGrain(v);
 }
 
 // Ends a solve at a deadline, on the caller's stop, or once another solver
@@ -74,8 +64,7 @@ class Encoding {
   // kCut: `stop` said so while building.
   Built Build(std::int64_t max_literals, const std::function<bool()>& stop) {
     max_literals_ = max_literals;
-    next_var_ = 1;
-    Add({NewVar()});  // variable 1 is true: kTrue
+    next_var_ = kTrue + 1;  // kTrue stands for "true" and never reaches the solver
     if (!AddOps()) return Built::kEmpty;
     if (LaneLiterals() > max_literals_) return Built::kTooLarge;
     NumberStarts();
@@ -126,7 +115,7 @@ class Encoding {
     }
   }
 
-  std::int64_t variables() const { return next_var_ - 1; }
+  std::int64_t variables() const { return next_var_ - kTrue - 1; }
   std::int64_t clauses() const { return clauses_; }
 
  private:

@@ -2,14 +2,18 @@
 // and brute-force enumeration of every per-device order of a tiny problem.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/checker.h"
 #include "core/format.h"
 #include "core/problem.h"
 #include "core/schedule.h"
+#include "core/simulator.h"
 #include "heuristics/method.h"
 
 namespace optpipe::testing {
@@ -59,5 +63,16 @@ Solution Solve(const Problem& p, const std::string& method);
 
 // Path of a bundled example problem (tests/cases/NAME.json).
 std::string CasePath(const std::string& name);
+
+// The schedule an exact search returns (OrderSearchResult, SatSearchResult)
+// is one: it simulates to the objective reported and the checker accepts it.
+template <class Result>
+void ExpectSchedule(const Problem& p, const Result& r, const std::string& what) {
+  ASSERT_TRUE(r.schedule.has_value()) << what;
+  StatusOr<SimResult> sim = Simulate(p, *r.schedule);
+  ASSERT_TRUE(sim.ok()) << what << ": " << sim.status().message();
+  EXPECT_NEAR(sim->objective, r.best, 1e-6) << what;
+  EXPECT_TRUE(CheckSchedule(p, ToTimed(p, *r.schedule, *sim)).valid()) << what;
+}
 
 }  // namespace optpipe::testing

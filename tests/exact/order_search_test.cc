@@ -20,16 +20,6 @@ namespace {
 
 constexpr double kTol = 1e-6;
 
-// A schedule the search returns is one: it simulates to the makespan reported
-// and the checker accepts it.
-void ExpectSchedule(const Problem& p, const OrderSearchResult& r, const std::string& what) {
-  ASSERT_TRUE(r.schedule.has_value()) << what;
-  StatusOr<SimResult> sim = Simulate(p, *r.schedule);
-  ASSERT_TRUE(sim.ok()) << what << ": " << sim.status().message();
-  EXPECT_NEAR(sim->objective, r.best, kTol) << what;
-  EXPECT_TRUE(CheckSchedule(p, ToTimed(p, *r.schedule, *sim)).valid()) << what;
-}
-
 TEST(OrderSearch, FindsAndProvesTheBruteForceOptimumOnTinyProblems) {
   std::mt19937 rng(11);
   std::vector<testing::NamedProblem> cases = testing::TinyProblems(rng);
@@ -51,7 +41,7 @@ TEST(OrderSearch, FindsAndProvesTheBruteForceOptimumOnTinyProblems) {
     EXPECT_TRUE(r.optimal) << c.name;
     EXPECT_NEAR(r.best, brute, kTol * brute) << c.name;
     EXPECT_NEAR(r.bound, brute, kTol * brute) << c.name;
-    ExpectSchedule(c.p, r, c.name);
+    testing::ExpectSchedule(c.p, r, c.name);
     // Given the optimum as incumbent: it proves it and finds nothing better.
     r = SearchOrders(c.p, 0.0, brute, opt);
     EXPECT_TRUE(r.optimal) << c.name;
@@ -90,7 +80,7 @@ TEST(OrderSearch, AgreesWithTheMilpOptimum) {
     const OrderSearchResult r = SearchOrders(p, 0.0, 2 * start->sim.objective, opt);
     EXPECT_TRUE(r.optimal) << what;
     EXPECT_NEAR(r.best, milp->objective, kTol * milp->objective) << what;
-    ExpectSchedule(p, r, what);
+    testing::ExpectSchedule(p, r, what);
   }
   EXPECT_GE(compared, 4);
 }
@@ -127,7 +117,7 @@ TEST(OrderSearch, BoundNeverAboveKnownSchedules) {
     EXPECT_LE(r.best, incumbent + kTol) << what;
     if (r.schedule) {
       EXPECT_LT(r.best, incumbent - kTol) << what;
-      ExpectSchedule(p, r, what);
+      testing::ExpectSchedule(p, r, what);
     }
   }
 }
@@ -159,7 +149,7 @@ TEST(OrderSearch, MemoryRuleClosesSplitBackwardProblems) {
         EXPECT_LE(r.bound, h->sim.objective + kTol) << what << " " << name;
       }
     }
-    if (r.schedule) ExpectSchedule(p, r, what);
+    if (r.schedule) testing::ExpectSchedule(p, r, what);
   }
 }
 

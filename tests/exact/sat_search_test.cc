@@ -20,16 +20,6 @@ namespace {
 
 constexpr double kTol = 1e-6;
 
-// A schedule the search returns is one: it simulates to the objective
-// reported and the checker accepts it.
-void ExpectSchedule(const Problem& p, const SatSearchResult& r, const std::string& what) {
-  ASSERT_TRUE(r.schedule.has_value()) << what;
-  StatusOr<SimResult> sim = Simulate(p, *r.schedule);
-  ASSERT_TRUE(sim.ok()) << what << ": " << sim.status().message();
-  EXPECT_NEAR(sim->objective, r.best, kTol) << what;
-  EXPECT_TRUE(CheckSchedule(p, ToTimed(p, *r.schedule, *sim)).valid()) << what;
-}
-
 double Round(double x, double grain, double least) {
   return std::max(least, std::round(x / grain) * grain);
 }
@@ -113,7 +103,7 @@ TEST(SatSearch, FindsAndProvesTheBruteForceOptimumOnTinyProblems) {
     EXPECT_TRUE(r.optimal) << c.name;
     EXPECT_NEAR(r.best, brute, kTol * brute) << c.name;
     EXPECT_NEAR(r.bound, brute, kTol * brute) << c.name;
-    ExpectSchedule(c.p, r, c.name);
+    testing::ExpectSchedule(c.p, r, c.name);
     // Given the optimum as incumbent: it proves it and finds nothing better.
     r = SearchTimeIndexed(c.p, 0.0, brute, opt);
     EXPECT_TRUE(r.optimal) << c.name;
@@ -148,7 +138,7 @@ TEST(SatSearch, FindsTheScheduleWhereAMicroBatchOvertakesAnother) {
   const SatSearchResult r = SearchTimeIndexed(p, BestLowerBound(p), 25, opt);
   EXPECT_LE(r.best, 24 + kTol);
   EXPECT_LE(r.bound, 24 + kTol);
-  ExpectSchedule(p, r, "4x5");
+  testing::ExpectSchedule(p, r, "4x5");
 }
 
 TEST(SatSearch, AppliesOnlyOnAGrid) {
