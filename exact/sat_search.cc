@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <limits>
 #include <map>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -115,6 +116,18 @@ class Encoding {
     }
   }
 
+  // A new literal that, assumed, makes every op end by `horizon` grains (at
+  // most the encoding's): one solver serves every probe below its first,
+  // keeping what it learned.
+  int Cap(int horizon) {
+    const int cap = NewVar();
+    for (int i = 0; i < compute_ops_; ++i) {
+      const OpInfo& o = ops_[i];
+      Add({-cap, Le(i, horizon - o.d - o.tail)});
+    }
+    return cap;
+  }
+
   std::int64_t variables() const { return next_var_ - kTrue - 1; }
   std::int64_t clauses() const { return clauses_; }
 
@@ -128,6 +141,7 @@ class Encoding {
     int hi = 0;           // latest start: "start <= t" is a variable for t in [lo, hi)
     int base = 0;         // variable of "start <= lo"
     int offload_var = 0;  // copy ops: the activation's offload variable
+    int tail = 0;         // what must follow it to the end (compute ops)
   };
 
   int NewVar() { return next_var_++; }
@@ -197,7 +211,7 @@ class Encoding {
     id_.assign(p_.op_space().size(), -1);
     const auto add = [&](OpType t, int s, int m, int d, int lo, int tail) {
       id_[p_.op_space().Index(t, s, m)] = static_cast<int>(ops_.size());
-      ops_.push_back({Op{t, s, m}, d, lo, H_ - d - tail});
+      ops_.push_back({Op{t, s, m}, d, lo, H_ - d - tail, 0, 0, tail});
       return ops_.back().lo <= ops_.back().hi;
     };
     for (int m = 0; m < M_; ++m) {
@@ -533,38 +547,16 @@ bool SatSearchApplies(const Problem& p) {
 
 namespace {
 
-// What one solver made of a probe: 10 a schedule (`timed`), 20 none, 0 cut short.
-struct Answer {
-  Encoding::Built built = Encoding::Built::kOk;
-  int code = 0;
-  TimedSchedule timed;
-  std::int64_t variables = 0, clauses = 0;
-};
-
-// One solver on "a schedule ends by `horizon` grains": solver k > 0 takes
-// another seed and no first guesses, so racing solvers search apart; the
-// first to decide sets `decided`, which ends the others.
-Answer Solve(const Problem& p, int horizon, double g, double q, const SatSearchOptions& opt, int k,
-             Clock::time_point deadline, std::atomic<bool>& decided) {
-  Answer a;
+// One of the racing solvers with its encoding, built once at the first
+// probe's horizon; every later probe (below it) assumes a cap.
+struct Racer {
+  Racer(const Problem& p, int horizon, double g, double q) : enc(p, horizon, g, q, solver) {
+    solver.set("quiet", 1);
+  }
   CaDiCaL::Solver solver;
-  solver.set("quiet", 1);
-  solver.set("seed", k);
-  Encoding enc(p, horizon, g, q, solver);
-  Deadline stop(deadline, opt.stop, &decided);
-  a.built = enc.Build(opt.max_literals, [&] { return stop.terminate(); });
-  a.variables = enc.variables();
-  a.clauses = enc.clauses();
-  if (a.built == Encoding::Built::kEmpty) a.code = 20;  // an op without a window: none
-  if (a.built != Encoding::Built::kOk) return a;
-  if (opt.hint && k == 0) enc.Phases(*opt.hint);
-  solver.connect_terminator(&stop);
-  a.code = solver.solve();
-  solver.disconnect_terminator();
-  if (a.code == 10) a.timed = enc.Decode();
-  if (a.code == 10 || a.code == 20) decided = true;
-  return a;
-}
+  Encoding enc;
+  Encoding::Built built = Encoding::Built::kOk;
+};
 
 }  // namespace
 
@@ -579,6 +571,7 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
   res.best = incumbent;
   res.bound = std::min(AtGrain(p, lower_bound), incumbent);
   Simulator simulator(p);
+  std::vector<std::unique_ptr<Racer>> racers;
   double ceiling = incumbent;  // targets lie below it (lowered by a probe cut short)
   bool descend = true;
   while (res.bound < res.best - tol) {
@@ -598,47 +591,73 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     const Clock::time_point deadline =
         Clock::now() +
         std::chrono::microseconds(static_cast<std::int64_t>((steps == 0 ? left : left / 2) * 1e6));
-    // The solvers race; the first to decide wins (both deciding agree).
+    // The solvers race, each on its own thread with its own seed (the first
+    // guesses to the first); the first to decide ends the others.
     std::atomic<bool> decided{false};
-    std::vector<Answer> answers(std::max(1, opt.solvers));
-    {
-      std::vector<std::thread> racers;
-      for (int k = 1; k < static_cast<int>(answers.size()); ++k) {
-        racers.emplace_back(
-            [&, k] { answers[k] = Solve(p, Grains(target, g), g, q, opt, k, deadline, decided); });
+    const int n = std::max(1, opt.solvers);
+    const bool first = racers.empty();
+    for (int k = 0; first && k < n; ++k) {
+      racers.push_back(std::make_unique<Racer>(p, Grains(target, g), g, q));
+    }
+    std::vector<int> code(n, 0);
+    const auto run = [&](int k) {
+      Racer& r = *racers[k];
+      Deadline stop(deadline, opt.stop, &decided);
+      if (first) {
+        r.solver.set("seed", k);
+        r.built = r.enc.Build(opt.max_literals, [&] { return stop.terminate(); });
+        if (r.built == Encoding::Built::kEmpty) code[k] = 20;  // an op without a window
+        if (r.built != Encoding::Built::kOk) return;
+        if (opt.hint && k == 0) r.enc.Phases(*opt.hint);
       }
-      answers[0] = Solve(p, Grains(target, g), g, q, opt, 0, deadline, decided);
-      for (std::thread& t : racers) t.join();
+      if (r.built != Encoding::Built::kOk) return;
+      r.solver.assume(r.enc.Cap(Grains(target, g)));
+      r.solver.connect_terminator(&stop);
+      code[k] = r.solver.solve();
+      r.solver.disconnect_terminator();
+      if (code[k] == 10 || code[k] == 20) decided = true;
+    };
+    {
+      std::vector<std::thread> threads;
+      for (int k = 1; k < n; ++k) threads.emplace_back(run, k);
+      run(0);
+      for (std::thread& t : threads) t.join();
     }
     ++res.probes;
-    const Answer* a = &answers[0];
-    for (const Answer& b : answers) {
-      if (b.code == 10 || b.code == 20) a = &b;
+    int w = 0;  // the solver that decided, if any
+    for (int k = 0; k < n; ++k) {
+      if (code[k] == 10 || code[k] == 20) w = k;
     }
-    res.variables = std::max(res.variables, a->variables);
-    res.clauses = std::max(res.clauses, a->clauses);
+    Racer& a = *racers[w];
+    res.variables = std::max(res.variables, a.enc.variables());
+    res.clauses = std::max(res.clauses, a.enc.clauses());
     const auto log = [&](const std::string& what) {
       if (opt.log) {
         opt.log("sat: by " + FormatNumber(target) + ": " + what + " (" +
-                std::to_string(a->variables) + " variables, " + std::to_string(a->clauses) +
+                std::to_string(a.enc.variables()) + " variables, " +
+                std::to_string(a.enc.clauses()) +
                 " clauses, t=" + FormatNumber(std::round(seconds() * 100) / 100) + "s)");
       }
     };
-    if (a->built == Encoding::Built::kTooLarge) {
+    if (a.built == Encoding::Built::kTooLarge) {
       log("too large to encode");
       break;
     }
-    if (a->code == 0) {
+    if (a.built == Encoding::Built::kCut) {
+      log("cut short while encoding");
+      break;
+    }
+    if (code[w] == 0) {
       log("cut short");
       ceiling = target;  // a lower target is more constrained: perhaps quicker to decide
       continue;
     }
-    if (a->code == 20) {
+    if (code[w] == 20) {
       log("none");
       res.bound = std::min(AtGrain(p, target + g / 2), res.best);
       continue;
     }
-    StatusOr<Schedule> s = OrdersOf(p, a->timed);
+    StatusOr<Schedule> s = OrdersOf(p, a.enc.Decode());
     StatusOr<SimResult> sim = s.ok() ? simulator.Run(*s) : StatusOr<SimResult>(s.status());
     if (!sim.ok() || sim->objective > target + tol) {
       // The simulator has the last word; an encoding that disagrees proves nothing.
