@@ -23,8 +23,11 @@
 // by T (decoded, re-timed by the Simulator) is the new incumbent, "none by T"
 // raises the bound to T + g, and the two meeting prove the incumbent optimal.
 // A probe gets half of the time left (the last one all of it); one cut short
-// proves nothing and sends the next probes below it. The solver's first
-// guesses follow the incumbent's times when it is given (hint). Exact
+// proves nothing and sends the next probes below it. Racing solvers
+// (`solvers`, one thread each) are encoded once, at the first probe's
+// horizon: a later probe assumes a literal that caps every op's end, so what
+// they learned carries over. The first solver's first guesses follow the
+// incumbent's times when they are given (hint). Exact
 // for the problem, with or without offload. Cost: the grid has H = T / g
 // columns; the encoding has O(ops * H) variables and O(pairs * H) clauses
 // (a 4x8 problem with offload and T = 30: about 10k variables and 90k
