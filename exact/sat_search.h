@@ -19,7 +19,9 @@
 // unlike the MILP's per-stage order, which offload breaks).
 //
 // Probes bisect the grain multiples between the bound and the incumbent
-// (the upper middle first: heuristic incumbents tend to be close): a schedule
+// (the first, and the first after each schedule found, just below the best,
+// since heuristic incumbents tend to be close; the others at the upper
+// middle): a schedule
 // by T (decoded, re-timed by the Simulator) is the new incumbent, "none by T"
 // raises the bound to T + g, and the two meeting prove the incumbent optimal.
 // A probe gets half of the time left (the last one all of it); one cut short
