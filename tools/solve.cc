@@ -86,14 +86,16 @@ Solved FromMilp(MilpResult& r, std::chrono::steady_clock::time_point t0) {
 
 StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
-  // Without offload the order search often proves a quick schedule optimal
-  // at once: a tenth of the budget from the list scheduler's first. When it
-  // does not, what it proved and found carries on.
+  // The order search (without offload) and the SAT probes (on a time grid)
+  // often prove a quick schedule optimal at once: a tenth of the budget (a
+  // twentieth for the probes alone, which start again from auto's schedule)
+  // from the list scheduler's first. When they do not, what they proved and
+  // found carries on.
   std::optional<MilpResult> quick;
-  if (OrderSearchApplies(p)) {
+  if (OrderSearchApplies(p) || SatSearchApplies(p)) {
     if (StatusOr<Solution> list = RunMethod(p, "list"); list.ok()) {
       MilpOptions qo;
-      qo.time_limit_s = opt.time_limit_s / 10;
+      qo.time_limit_s = opt.time_limit_s / (OrderSearchApplies(p) ? 10 : 20);
       qo.log = opt.log;
       StatusOr<MilpResult> r = SolveMilp(p, qo, &list->schedule);
       if (r.ok() && r->schedule && r->termination == MilpTermination::kOptimal) {
