@@ -8,8 +8,11 @@
 // steers the first dive of branch and bound and caps the objective, so the
 // result is never worse than it; where durations share a time grain the cap
 // is its largest multiple below the incumbent, and a model without schedules
-// proves the incumbent optimal. Every returned schedule is re-timed by the
-// core Simulator and passes CheckSchedule.
+// proves the incumbent optimal. Before the model, where they apply, the
+// order search (exact/order_search.h, no offload) and the SAT probes on the
+// time grid (exact/sat_search.h) look below the incumbent; their proofs end
+// the call. Every returned schedule is re-timed by the core Simulator and
+// passes CheckSchedule.
 //
 //   MilpOptions opt;
 //   opt.time_limit_s = 10;
