@@ -605,7 +605,10 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
       Deadline stop(deadline, opt.stop, &decided);
       if (first) {
         r.solver.set("seed", k);
-        r.built = r.enc.Build(opt.max_literals, [&] { return stop.terminate(); });
+        // Not ended by another solver's answer: each is encoded for every probe.
+        r.built = r.enc.Build(opt.max_literals, [&] {
+          return (opt.stop && opt.stop->load()) || Clock::now() >= deadline;
+        });
         if (r.built == Encoding::Built::kEmpty) code[k] = 20;  // an op without a window
         if (r.built != Encoding::Built::kOk) return;
         if (opt.hint && k == 0) r.enc.Phases(*opt.hint);
