@@ -6,7 +6,6 @@
 #include <cmath>
 #include <functional>
 #include <initializer_list>
-#include <limits>
 #include <map>
 #include <memory>
 #include <thread>
@@ -147,7 +146,8 @@ class Encoding {
   int NewVar() { return next_var_++; }
 
   // Drops false literals; a true one satisfies the clause.
-  void Add(std::initializer_list<int> lits) {
+  template <class Lits>
+  void Add(const Lits& lits) {
     if (literals_ > max_literals_) return;
     int n = 0;
     for (int l : lits) {
@@ -161,14 +161,7 @@ class Encoding {
     ++clauses_;
     literals_ += n;
   }
-
-  void AddClause(const std::vector<int>& lits) {
-    if (literals_ > max_literals_) return;
-    for (int l : lits) solver_.add(l);
-    solver_.add(0);
-    ++clauses_;
-    literals_ += static_cast<std::int64_t>(lits.size());
-  }
+  void Add(std::initializer_list<int> lits) { Add<std::initializer_list<int>>(lits); }
 
   // "op i starts at or before t", a literal or a constant.
   int Le(std::size_t i, int t) const {
@@ -230,9 +223,7 @@ class Encoding {
     compute_ops_ = static_cast<int>(ops_.size());
     // O and R of every activation that may go to the host and back in time.
     for (int s = 0; s < S_; ++s) {
-      const int dev = p_.stage_device[s];
       if (!p_.offload || !p_.memory_limit || p_.offloadable[s] <= 0) continue;
-      if ((*p_.memory_limit)[dev] >= kInfinity) continue;
       for (int m = 0; m < M_; ++m) {
         const OpInfo& f = ops_[Id(OpType::kF, s, m)];
         const OpInfo& b = ops_[Id(OpType::kB, s, m)];
@@ -374,7 +365,6 @@ class Encoding {
     if (!p_.memory_limit) return;
     for (int dev = 0; dev < p_.devices; ++dev) {
       const double limit = (*p_.memory_limit)[dev];
-      if (limit >= kInfinity) continue;
       const int room = static_cast<int>(std::floor((limit - p_.static_memory[dev]) / q_ + 1e-9));
       for (int t = 0; t < H_; ++t) {
         std::vector<std::pair<int, int>> terms;  // (literal, weight)
@@ -479,7 +469,7 @@ class Encoding {
         for (std::size_t g = 0; g < count.size(); ++g) {
           if (count[g] > 0) clause.push_back(-at_least[g][count[g] - 1]);
         }
-        AddClause(clause);
+        Add(clause);
       }
       std::size_t g = 0;  // the next combination, as an odometer
       while (g < count.size() && count[g] == cap[g]) count[g++] = 0;
@@ -508,8 +498,6 @@ class Encoding {
     }
     return prev;
   }
-
-  static constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
   const Problem& p_;
   const int H_;
