@@ -417,12 +417,13 @@ StatusOr<Schedule> BuildPOF(const Problem& p, const SearchOptions& opt) {
   return BuildPO(p, /*all=*/true, opt);
 }
 // PO-Keep: PO-F's best setting, then a hill climb over which activations stay
-// on the device (see method.h). Moves flip one activation between kept and
-// offloaded and re-plan its link's copies; they are scored in chunks of 64
-// (in parallel, Scorer) and the best that improves is taken; a whole pass over
-// the activations without one ends the search, as does opt's clock or budget.
-// A move costs one link's plan, O(n log n) in its activations, and one
-// simulation.
+// on the device (see method.h), from the best of "one micro-batch in k kept".
+// Moves flip one activation between kept and offloaded, or swap the sides of
+// two neighbouring micro-batches of a stage, and re-plan its link's copies;
+// they are scored in chunks of 64 (in parallel, Scorer, simulated from the
+// first change on) and the best that improves is taken; a whole pass over the
+// moves without one ends the search, as does opt's clock or budget. A move
+// costs one link's plan, O(n log n) in its activations, and one simulation.
 StatusOr<Schedule> BuildPOKeep(const Problem& p, const SearchOptions& opt) {
   using namespace pipe_offload;
   const auto t0 = std::chrono::steady_clock::now();
@@ -438,12 +439,29 @@ StatusOr<Schedule> BuildPOKeep(const Problem& p, const SearchOptions& opt) {
   if (!start.ok()) return start.status();
   StatusOr<std::vector<std::vector<Act>>> acts = LinkActs(p, *start, OffloadedStages(p, true));
   if (!acts.ok()) return acts.status();
-  std::vector<std::pair<int, int>> flips;  // (link, activation): may change sides
+  // Moves (link, activation, other): flip one activation between kept and
+  // offloaded (other = -1), or swap the sides of two neighbouring micro-batches
+  // of one stage where they differ (the same number kept, one place over).
+  struct Flip {
+    int link, k, other;
+  };
+  std::vector<Flip> flips;
   for (std::size_t l = 0; l < acts->size(); ++l) {
-    for (std::size_t k = 0; k < (*acts)[l].size(); ++k) {
-      if ((*acts)[l][k].candidate) flips.push_back({static_cast<int>(l), static_cast<int>(k)});
+    const std::vector<Act>& a = (*acts)[l];
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      if (!a[k].candidate) continue;
+      flips.push_back({static_cast<int>(l), static_cast<int>(k), -1});
+      if (k + 1 < a.size() && a[k + 1].candidate && a[k + 1].stage == a[k].stage)
+        flips.push_back({static_cast<int>(l), static_cast<int>(k), static_cast<int>(k + 1)});
     }
   }
+  // Applies f to a (false: a swap of two on the same side, which changes nothing).
+  const auto apply = [](const Flip& f, std::vector<Act>& a) {
+    if (f.other >= 0 && a[f.k].candidate == a[f.other].candidate) return false;
+    a[f.k].candidate = !a[f.k].candidate;
+    if (f.other >= 0) a[f.other].candidate = !a[f.other].candidate;
+    return true;
+  };
   Schedule best = std::move(*start);
   StatusOr<SimResult> sim = Simulate(p, best);
   if (!sim.ok()) return sim.status();
@@ -452,6 +470,36 @@ StatusOr<Schedule> BuildPOKeep(const Problem& p, const SearchOptions& opt) {
   std::vector<std::optional<Schedule>> cand;
   std::vector<std::optional<SimResult>> score;
   std::int64_t evaluations = 0;
+  // Where the link cannot carry every activation, micro-batches k-1, 2k-1, ...
+  // stay: the climb starts from the best such pattern (k = 2..kEvery) where it
+  // beats offloading all, instead of finding the kept ones one pass at a time.
+  constexpr int kEvery = 8;
+  const auto kept_every = [&](int k) {
+    std::vector<std::vector<Act>> a = *acts;
+    for (std::vector<Act>& link : a) {
+      for (Act& act : link) act.candidate = act.candidate && act.mb % k != k - 1;
+    }
+    return a;
+  };
+  scorer.Score(
+      kEvery - 1,
+      [&](int i) -> std::optional<Schedule> {
+        const std::vector<std::vector<Act>> a = kept_every(i + 2);
+        Schedule s = best;
+        for (std::size_t l = 0; l < a.size(); ++l) s.copy[l] = PlanLink(p, a[l], keep_all);
+        return s;
+      },
+      cand, score);
+  int every = -1;
+  for (int i = 0; i < kEvery - 1; ++i) {
+    evaluations += cand[i] ? 1 : 0;
+    if (score[i] && Better(*score[i], every < 0 ? best_sim : *score[every])) every = i;
+  }
+  if (every >= 0) {
+    *acts = kept_every(every + 2);
+    best = std::move(*cand[every]);
+    best_sim = std::move(*score[every]);
+  }
   const auto go_on = [&] {
     if (opt.stop && opt.stop->load()) return false;
     return opt.max_evaluations ? evaluations < *opt.max_evaluations : elapsed() < opt.time_limit_s;
@@ -465,22 +513,22 @@ StatusOr<Schedule> BuildPOKeep(const Problem& p, const SearchOptions& opt) {
         [&](int i) -> std::optional<Schedule> {
           // On the clock, a chunk cut short still counts (budgets finish it).
           if (!opt.max_evaluations && elapsed() >= opt.time_limit_s) return std::nullopt;
-          const auto [l, k] = flips[(next + i) % n];
-          std::vector<Act> a = (*acts)[l];
-          a[k].candidate = !a[k].candidate;
+          const Flip& f = flips[(next + i) % n];
+          std::vector<Act> a = (*acts)[f.link];
+          if (!apply(f, a)) return std::nullopt;
           Schedule s = best;
-          s.copy[l] = PlanLink(p, a, keep_all);
+          s.copy[f.link] = PlanLink(p, a, keep_all);
           return s;
         },
-        cand, score);
+        cand, score, &best, &best_sim);
     int pick = -1;
     for (int i = 0; i < count; ++i) {
       if (cand[i]) ++evaluations;
       if (score[i] && Better(*score[i], pick < 0 ? best_sim : *score[pick])) pick = i;
     }
     if (pick >= 0) {
-      const auto [l, k] = flips[(next + pick) % n];
-      (*acts)[l][k].candidate = !(*acts)[l][k].candidate;
+      const Flip& f = flips[(next + pick) % n];
+      apply(f, (*acts)[f.link]);
       best = std::move(*cand[pick]);
       best_sim = std::move(*score[pick]);
       tried = 0;
