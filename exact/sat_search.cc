@@ -539,6 +539,10 @@ namespace {
 // probe's horizon; every later probe (below it) assumes a cap.
 struct Racer {
   Racer(const Problem& p, int horizon, double g, double q) : enc(p, horizon, g, q, solver) {
+    // CaDiCaL's "sat" configuration (stable mode only, target phases): the
+    // probes that find schedules get far quicker and those that prove none no
+    // slower (fz4x8v2-L3 proven in 3 s instead of 25-38 s, seeds 10-30).
+    solver.configure("sat");
     solver.set("quiet", 1);
   }
   CaDiCaL::Solver solver;
