@@ -325,6 +325,33 @@ TEST(PoKeep, SlowLinkKeepsSomeActivations) {
   }
 }
 
+// Before it climbs, po-keep tries keeping micro-batches k-1, 2k-1, ... on
+// every device (k = 2..8) and starts from the best pattern that beats
+// offloading every activation: with a budget of just those 7 simulations, the
+// schedule offloads no activation of such a micro-batch, still offloads most
+// others on device 0, and is faster than PO-F.
+TEST(PoKeep, StartsFromTheBestOneInKKept) {
+  const Problem p = Unit(8, 16, 1, /*offload=*/2, /*limit=*/3);
+  const Solution f = Solve(p, "po-f");
+  SearchOptions patterns_only;
+  patterns_only.max_evaluations = 7;
+  StatusOr<Solution> k = RunMethod(p, "po-keep", patterns_only);
+  ASSERT_TRUE(k.ok()) << k.status().message();
+  EXPECT_LT(k->sim.makespan, f.sim.makespan);
+  std::vector<char> sent(p.microbatches, 0);
+  for (const std::vector<Op>& link : k->schedule.copy) {
+    for (const Op& op : link) sent[op.microbatch] |= op.type == OpType::kO;
+  }
+  int every = 0;
+  for (int n = 2; n <= 8 && every == 0; ++n) {
+    bool fits = true;
+    for (int m = n - 1; m < p.microbatches; m += n) fits = fits && !sent[m];
+    if (fits) every = n;
+  }
+  ASSERT_GT(every, 0) << "no micro-batch pattern kept";
+  EXPECT_GE(RoundTrips(p, k->schedule), p.microbatches - p.microbatches / every - 2);
+}
+
 // Never worse than PO-F (its start), valid, and under an evaluation budget
 // the same schedule on one thread and on two.
 TEST(PoKeep, NeverWorseThanPoFAndReproducible) {
