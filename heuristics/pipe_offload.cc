@@ -470,6 +470,15 @@ StatusOr<Schedule> BuildPOKeep(const Problem& p, const SearchOptions& opt) {
   std::vector<std::optional<Schedule>> cand;
   std::vector<std::optional<SimResult>> score;
   std::int64_t evaluations = 0;
+  // Counts the first `count` candidates scored; the best that beats best_sim (-1: none).
+  const auto pick_better = [&](int count) {
+    int pick = -1;
+    for (int i = 0; i < count; ++i) {
+      if (cand[i]) ++evaluations;
+      if (score[i] && Better(*score[i], pick < 0 ? best_sim : *score[pick])) pick = i;
+    }
+    return pick;
+  };
   // Where the link cannot carry every activation, micro-batches k-1, 2k-1, ...
   // stay: the climb starts from the best such pattern (k = 2..kEvery) where it
   // beats offloading all, instead of finding the kept ones one pass at a time.
@@ -490,12 +499,7 @@ StatusOr<Schedule> BuildPOKeep(const Problem& p, const SearchOptions& opt) {
         return s;
       },
       cand, score);
-  int every = -1;
-  for (int i = 0; i < kEvery - 1; ++i) {
-    evaluations += cand[i] ? 1 : 0;
-    if (score[i] && Better(*score[i], every < 0 ? best_sim : *score[every])) every = i;
-  }
-  if (every >= 0) {
+  if (const int every = pick_better(kEvery - 1); every >= 0) {
     *acts = kept_every(every + 2);
     best = std::move(*cand[every]);
     best_sim = std::move(*score[every]);
@@ -521,12 +525,7 @@ StatusOr<Schedule> BuildPOKeep(const Problem& p, const SearchOptions& opt) {
           return s;
         },
         cand, score, &best, &best_sim);
-    int pick = -1;
-    for (int i = 0; i < count; ++i) {
-      if (cand[i]) ++evaluations;
-      if (score[i] && Better(*score[i], pick < 0 ? best_sim : *score[pick])) pick = i;
-    }
-    if (pick >= 0) {
+    if (const int pick = pick_better(count); pick >= 0) {
       const Flip& f = flips[(next + pick) % n];
       apply(f, (*acts)[f.link]);
       best = std::move(*cand[pick]);
