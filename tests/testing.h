@@ -75,4 +75,23 @@ void ExpectSchedule(const Problem& p, const Result& r, const std::string& what) 
   EXPECT_TRUE(CheckSchedule(p, ToTimed(p, *r.schedule, *sim)).valid()) << what;
 }
 
+// An exact search (search(lower_bound, incumbent) -> OrderSearchResult or
+// SatSearchResult) on a problem whose optimum is known: from no bound and an
+// incumbent far above it finds the optimum and proves it; given the optimum
+// as incumbent it proves it and finds nothing better.
+template <class Search>
+void ExpectFindsAndProves(const Problem& p, double optimum, const Search& search,
+                          const std::string& what) {
+  constexpr double kTol = 1e-6;
+  auto r = search(0.0, 2 * optimum + 1);
+  EXPECT_TRUE(r.optimal) << what;
+  EXPECT_NEAR(r.best, optimum, kTol * optimum) << what;
+  EXPECT_NEAR(r.bound, optimum, kTol * optimum) << what;
+  ExpectSchedule(p, r, what);
+  r = search(0.0, optimum);
+  EXPECT_TRUE(r.optimal) << what;
+  EXPECT_FALSE(r.schedule.has_value()) << what;
+  EXPECT_NEAR(r.bound, optimum, kTol * optimum) << what;
+}
+
 }  // namespace optpipe::testing

@@ -36,17 +36,10 @@ TEST(OrderSearch, FindsAndProvesTheBruteForceOptimumOnTinyProblems) {
     ASSERT_LT(brute, std::numeric_limits<double>::infinity()) << c.name;
     OrderSearchOptions opt;
     opt.time_limit_s = 20;
-    // From no bound and an incumbent far above: it must find the optimum itself.
-    OrderSearchResult r = SearchOrders(c.p, 0.0, 2 * brute + 1, opt);
-    EXPECT_TRUE(r.optimal) << c.name;
-    EXPECT_NEAR(r.best, brute, kTol * brute) << c.name;
-    EXPECT_NEAR(r.bound, brute, kTol * brute) << c.name;
-    testing::ExpectSchedule(c.p, r, c.name);
-    // Given the optimum as incumbent: it proves it and finds nothing better.
-    r = SearchOrders(c.p, 0.0, brute, opt);
-    EXPECT_TRUE(r.optimal) << c.name;
-    EXPECT_FALSE(r.schedule.has_value()) << c.name;
-    EXPECT_NEAR(r.bound, brute, kTol * brute) << c.name;
+    testing::ExpectFindsAndProves(
+        c.p, brute,
+        [&](double lower, double incumbent) { return SearchOrders(c.p, lower, incumbent, opt); },
+        c.name);
   }
 }
 

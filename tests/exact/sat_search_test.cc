@@ -98,19 +98,14 @@ TEST(SatSearch, FindsAndProvesTheBruteForceOptimumOnTinyProblems) {
     if (AtGrain(c.p, BestLowerBound(c.p)) < brute - kTol) ++below_bound;
     SatSearchOptions opt;
     opt.time_limit_s = 20;
-    // From no bound and an incumbent far above: it must find the optimum itself.
-    SatSearchResult r = SearchTimeIndexed(c.p, 0.0, 2 * brute + 1, opt);
-    EXPECT_TRUE(r.optimal) << c.name;
-    EXPECT_NEAR(r.best, brute, kTol * brute) << c.name;
-    EXPECT_NEAR(r.bound, brute, kTol * brute) << c.name;
-    testing::ExpectSchedule(c.p, r, c.name);
-    // Given the optimum as incumbent: it proves it and finds nothing better.
-    r = SearchTimeIndexed(c.p, 0.0, brute, opt);
-    EXPECT_TRUE(r.optimal) << c.name;
-    EXPECT_FALSE(r.schedule.has_value()) << c.name;
-    EXPECT_NEAR(r.bound, brute, kTol * brute) << c.name;
+    testing::ExpectFindsAndProves(
+        c.p, brute,
+        [&](double lower, double incumbent) {
+          return SearchTimeIndexed(c.p, lower, incumbent, opt);
+        },
+        c.name);
     // Given a bound one grain below: one probe there decides it.
-    r = SearchTimeIndexed(c.p, brute - TimeGrain(c.p), brute, opt);
+    SatSearchResult r = SearchTimeIndexed(c.p, brute - TimeGrain(c.p), brute, opt);
     EXPECT_TRUE(r.optimal) << c.name;
     EXPECT_EQ(r.probes, 1) << c.name;
   }
