@@ -49,6 +49,7 @@ double BruteForceOptimum(const Problem& p, bool offload, long* count = nullptr);
 struct NamedProblem {
   std::string name;
   Problem p;
+  bool offload = false;  // a brute force over its orders also tries offloads
 };
 std::vector<NamedProblem> TinyProblems(std::mt19937& rng);
 

@@ -48,11 +48,7 @@ void ExpectSound(const Problem& p, const MilpResult& r, const std::string& what)
       << what << ": the simulator re-timed a MILP solution worse";
 }
 
-struct Case {
-  std::string name;
-  Problem p;
-  bool offload = false;
-};
+using Case = testing::NamedProblem;
 
 std::vector<Case> TinyCases() {
   std::vector<Case> cases;

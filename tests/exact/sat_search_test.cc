@@ -42,11 +42,7 @@ Problem OnGrid(Problem p) {
   return p;
 }
 
-struct Case {
-  std::string name;
-  Problem p;
-  bool offload = false;
-};
+using Case = testing::NamedProblem;
 
 std::vector<Case> Cases() {
   std::vector<Case> cases;
