@@ -73,9 +73,11 @@ class Encoding {
     }
     AddChains();
     if (stop()) return Built::kCut;
-    if (!AddLanes() || !AddLinks()) return Built::kEmpty;
-    if (stop()) return Built::kCut;
-    AddMemory();
+    // The lanes, links and memory take most of the time: each checks `stop`
+    // op by op (instant by instant), so a probe keeps to its time.
+    if (const Built b = AddLanes(stop); b != Built::kOk) return b;
+    if (const Built b = AddLinks(stop); b != Built::kOk) return b;
+    if (const Built b = AddMemory(stop); b != Built::kOk) return b;
     return literals_ > max_literals_ ? Built::kTooLarge : Built::kOk;
   }
 
@@ -324,21 +326,22 @@ class Encoding {
     return total;
   }
 
-  bool AddLanes() {
+  Built AddLanes(const std::function<bool()>& stop) {
     std::vector<std::vector<int>> lane(p_.devices);
     for (int i = 0; i < compute_ops_; ++i) lane[DeviceOf(p_, ops_[i].op)].push_back(i);
     for (const std::vector<int>& ops : lane) {
       for (std::size_t a = 0; a < ops.size(); ++a) {
+        if (stop()) return Built::kCut;
         for (std::size_t b = a + 1; b < ops.size(); ++b) {
           if (Reaches(ops[a], ops[b]) || Reaches(ops[b], ops[a])) continue;
-          if (!Disjoint(ops[a], ops[b], kTrue, kTrue)) return false;
+          if (!Disjoint(ops[a], ops[b], kTrue, kTrue)) return Built::kEmpty;
         }
       }
     }
-    return true;
+    return Built::kOk;
   }
 
-  bool AddLinks() {
+  Built AddLinks(const std::function<bool()>& stop) {
     const std::vector<int> link = LinkOfDevice(p_);
     std::vector<std::vector<int>> lane(p_.host_links.size());
     for (std::size_t i = compute_ops_; i < ops_.size(); ++i) {
@@ -346,6 +349,7 @@ class Encoding {
     }
     for (const std::vector<int>& ops : lane) {
       for (std::size_t a = 0; a < ops.size(); ++a) {
+        if (stop()) return Built::kCut;
         for (std::size_t b = a + 1; b < ops.size(); ++b) {
           const int ya = ops_[ops[a]].offload_var, yb = ops_[ops[b]].offload_var;
           if (ya == yb) continue;  // O and R of one activation: a precedence
@@ -353,7 +357,7 @@ class Encoding {
         }
       }
     }
-    return true;
+    return Built::kOk;
   }
 
   // At every grid instant t (memory changes only there), the activations of a
@@ -361,12 +365,13 @@ class Encoding {
   // not out" weighs the activation, "out" (O ended, R not started) what O
   // leaves, "B ended, W not" what W frees. Each literal is implied by its
   // condition (never false when it holds), enough for an upper bound.
-  void AddMemory() {
-    if (!p_.memory_limit) return;
+  Built AddMemory(const std::function<bool()>& stop) {
+    if (!p_.memory_limit) return Built::kOk;
     for (int dev = 0; dev < p_.devices; ++dev) {
       const double limit = (*p_.memory_limit)[dev];
       const int room = static_cast<int>(std::floor((limit - p_.static_memory[dev]) / q_ + 1e-9));
       for (int t = 0; t < H_; ++t) {
+        if (stop()) return Built::kCut;
         std::vector<std::pair<int, int>> terms;  // (literal, weight)
         int fixed = 0;                           // weight of literals that are true
         const auto term = [&](int lit, double amount) {
@@ -385,6 +390,7 @@ class Encoding {
         AtMost(terms, room - fixed);
       }
     }
+    return Built::kOk;
   }
 
   template <class Term>

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -163,6 +164,41 @@ TEST(SatSearch, StopsWhenToldAndKeepsTheLowerBound) {
   EXPECT_FALSE(r.optimal);
   EXPECT_DOUBLE_EQ(r.bound, 20);
   EXPECT_DOUBLE_EQ(r.best, 40);
+}
+
+// Unit costs, 8 devices with two chunks each, 16 micro-batches, a slow host
+// link and room for 5 activations: its encoding at a horizon of 123 has 8.7
+// million clauses and takes seconds to build (and 1.7 GB), far more than the
+// probe's 0.2 s.
+TEST(SatSearch, KeepsToItsTimeWhileEncoding) {
+  Problem p = testing::UnitProblem(8, 16, true);
+  p.stages_per_device = 2;
+  p.stage_device = *PlaceStages("interleaved", 8, 2);
+  const int S = 16;
+  p.f.assign(S, 1);
+  p.b.assign(S, 1);
+  p.w.assign(S, 1);
+  p.activation.assign(S, 1);
+  p.freed_by_b.assign(S, 0.5);
+  p.offloadable.assign(S, 1);
+  p.comm.assign(S - 1, 0);
+  p.offload = std::vector<double>(S, 2);
+  p.memory_limit = std::vector<double>(8, p.static_memory[0] + 5);
+  ASSERT_TRUE(Validate(p).ok());
+  ASSERT_TRUE(SatSearchApplies(p));
+  SatSearchOptions opt;
+  opt.time_limit_s = 0.4;  // the first probe gets half
+  std::vector<std::string> lines;
+  opt.log = [&](const std::string& line) { lines.push_back(line); };
+  const auto t0 = std::chrono::steady_clock::now();
+  const SatSearchResult r = SearchTimeIndexed(p, 100, 124, opt);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("cut short while encoding"), std::string::npos) << lines[0];
+  EXPECT_LT(seconds, 3 * opt.time_limit_s);
+  EXPECT_DOUBLE_EQ(r.bound, 100);
+  EXPECT_FALSE(r.schedule.has_value());
 }
 
 }  // namespace
