@@ -32,6 +32,7 @@
 #include "core/schedule.h"
 #include "core/simulator.h"
 #include "core/status.h"
+#include "exact/sat_search.h"
 
 namespace optpipe {
 
@@ -78,6 +79,9 @@ struct MilpOptions {
   // core bounds, its schedules the incumbent. It gets three quarters of the
   // time left (on such problems it decides far more than lp_solve's tree).
   bool sat_search = true;
+  // Keeps the SAT probes' solvers from this call for a later one on the same
+  // problem (see SatSession); null: this call's own.
+  SatSession* sat_session = nullptr;
   // A lower bound the caller has already proven (an earlier call's `bound`):
   // it joins the core bounds, so the searches start from it. 0: none.
   double known_bound = 0;

@@ -558,6 +558,14 @@ struct Racer {
 
 }  // namespace
 
+struct SatSession::Racers {
+  std::vector<std::unique_ptr<Racer>> solvers;
+  int horizon = 0;  // the grains they were encoded at
+  double best = 0;  // the best objective they knew of
+};
+SatSession::SatSession() : racers(std::make_unique<Racers>()) {}
+SatSession::~SatSession() = default;
+
 SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double incumbent,
                                   const SatSearchOptions& opt) {
   const Clock::time_point t0 = Clock::now();
@@ -569,7 +577,9 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
   res.best = incumbent;
   res.bound = std::min(AtGrain(p, lower_bound), incumbent);
   Simulator simulator(p);
-  std::vector<std::unique_ptr<Racer>> racers;
+  SatSession own;
+  SatSession::Racers& session = *(opt.session ? opt.session : &own)->racers;
+  std::vector<std::unique_ptr<Racer>>& racers = session.solvers;
   double ceiling = incumbent;  // targets lie below it (lowered by a probe cut short)
   bool descend = true;
   while (res.bound < res.best - tol) {
@@ -586,32 +596,54 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     const int steps = Grains(top - res.bound, g);
     const double target = descend ? top : top - (steps / 2) * g;
     descend = false;
-    const Clock::time_point deadline =
-        Clock::now() +
+    // A probe's share of the time left; an encoding may take all of it (the
+    // solvers it builds serve every later probe), and the first probe its
+    // share of what remains after.
+    const auto share =
         std::chrono::microseconds(static_cast<std::int64_t>((steps == 0 ? left : left / 2) * 1e6));
+    const Clock::time_point end =
+        Clock::now() + std::chrono::microseconds(static_cast<std::int64_t>(left * 1e6));
     // The solvers race, each on its own thread with its own seed (the first
     // guesses to the first); the first to decide ends the others.
     std::atomic<bool> decided{false};
     const int n = std::max(1, opt.solvers);
+    // Encoded anew unless an earlier call left solvers whose encoding holds
+    // this target and that knew as good a schedule as this call's: a better
+    // one guides a fresh solver's first guesses (hint) far better than it
+    // re-phases a used one (unit 8x16, room 3: 61 found in 0.3 s from auto's
+    // 62 where the list scheduler's solvers found nothing in 12 s).
+    if (!racers.empty() &&
+        (static_cast<int>(racers.size()) != n || Grains(target, g) > session.horizon ||
+         incumbent < session.best - tol ||
+         std::any_of(racers.begin(), racers.end(), [](const std::unique_ptr<Racer>& r) {
+           return r->built != Encoding::Built::kOk;
+         }))) {
+      racers.clear();
+    }
     const bool first = racers.empty();
     for (int k = 0; first && k < n; ++k) {
       racers.push_back(std::make_unique<Racer>(p, Grains(target, g), g, q));
     }
+    if (first) {
+      session.horizon = Grains(target, g);
+      session.best = res.best;
+      ++res.encodings;
+    }
     std::vector<int> code(n, 0);
     const auto run = [&](int k) {
       Racer& r = *racers[k];
-      Deadline stop(deadline, opt.stop, &decided);
       if (first) {
         r.solver.set("seed", k);
         // Not ended by another solver's answer: each is encoded for every probe.
         r.built = r.enc.Build(opt.max_literals, [&] {
-          return (opt.stop && opt.stop->load()) || Clock::now() >= deadline;
+          return (opt.stop && opt.stop->load()) || Clock::now() >= end;
         });
         if (r.built == Encoding::Built::kEmpty) code[k] = 20;  // an op without a window
         if (r.built != Encoding::Built::kOk) return;
         if (opt.hint && k == 0) r.enc.Phases(*opt.hint);
       }
       if (r.built != Encoding::Built::kOk) return;
+      Deadline stop(std::min(end, Clock::now() + share), opt.stop, &decided);
       r.solver.assume(r.enc.Cap(Grains(target, g)));
       r.solver.connect_terminator(&stop);
       code[k] = r.solver.solve();
@@ -669,7 +701,7 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     log("found " + FormatNumber(sim->objective));
     descend = true;
     s->method = "sat";
-    res.best = sim->objective;
+    res.best = session.best = sim->objective;
     res.schedule = std::move(*s);
     res.sim = std::move(*sim);
   }

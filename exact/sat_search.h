@@ -27,8 +27,10 @@
 // A probe gets half of the time left (the last one all of it); one cut short
 // proves nothing and sends the next probes below it. Racing solvers
 // (`solvers`, one thread each) are encoded once, at the first probe's
-// horizon: a later probe assumes a literal that caps every op's end, so what
-// they learned carries over. The first solver's first guesses follow the
+// horizon, within the time limit (checked op by op; the first probe's share
+// counts from the encoding's end): a later probe, and a later call given the
+// same SatSession, assumes a literal that caps every op's end, so what they
+// learned carries over. The first solver's first guesses follow the
 // incumbent's times when they are given (hint). Exact
 // for the problem, with or without offload. Cost: the grid has H = T / g
 // columns; the encoding has O(ops * H) variables and O(pairs * H) clauses
@@ -44,6 +46,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -52,6 +55,23 @@
 #include "core/simulator.h"
 
 namespace optpipe {
+
+// The racing solvers of SearchTimeIndexed with their encoding, kept from one
+// call to the next on the same problem: a later call whose targets lie below
+// the horizon they were encoded at (the first call's first target) reuses
+// them, and what they learned, instead of encoding afresh (seconds on 8x16
+// problems); one above it encodes anew. One problem per session, one call
+// at a time.
+class SatSession {
+ public:
+  SatSession();
+  ~SatSession();
+  SatSession(const SatSession&) = delete;
+  SatSession& operator=(const SatSession&) = delete;
+
+  struct Racers;  // exact/sat_search.cc
+  std::unique_ptr<Racers> racers;
+};
 
 struct SatSearchOptions {
   double time_limit_s = 1.0;
@@ -64,6 +84,8 @@ struct SatSearchOptions {
   // Solvers racing on every probe, each on its own thread with its own seed
   // (the first guesses go to the first): the first to decide ends the others.
   int solvers = 2;
+  // Keeps the solvers for a later call (see SatSession); null: a call's own.
+  SatSession* session = nullptr;
 };
 
 struct SatSearchResult {
@@ -75,6 +97,7 @@ struct SatSearchResult {
   bool optimal = false;  // a probe below `best` found none
   int probes = 0;
   std::int64_t variables = 0, clauses = 0;  // of the largest probe
+  int encodings = 0;  // encodings this call built (0: it reused its session's)
 };
 
 // The makespan objective; a time grain (TimeGrain > 0); every op longer than

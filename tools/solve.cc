@@ -92,11 +92,13 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
   // warm start in 17 s). When they do not, what they proved and found
   // carries on.
   std::optional<MilpResult> quick;
+  SatSession sat;  // the SAT probes' solvers, encoded once for both passes
   if (OrderSearchApplies(p) || SatSearchApplies(p)) {
     if (StatusOr<Solution> list = RunMethod(p, "list"); list.ok()) {
       MilpOptions qo;
       qo.time_limit_s = opt.time_limit_s / 10;
       qo.log = opt.log;
+      qo.sat_session = &sat;
       StatusOr<MilpResult> r = SolveMilp(p, qo, &list->schedule);
       if (r.ok() && r->schedule && r->termination == MilpTermination::kOptimal) {
         return FromMilp(*r, t0);
@@ -117,6 +119,7 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
   mo.time_limit_s = std::max(0.0, opt.time_limit_s - Since(t0));
   mo.log = opt.log;
   mo.known_bound = core_bound;
+  mo.sat_session = &sat;
   StatusOr<MilpResult> r = SolveMilp(p, mo, warm);
   if (!r.ok()) return r.status();
   if (!r->schedule) {
