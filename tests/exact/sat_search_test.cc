@@ -198,20 +198,10 @@ TEST(SatSearch, StopsWhenToldAndKeepsTheLowerBound) {
 // million clauses and takes seconds to build (and 1.7 GB), far more than the
 // call's 0.4 s.
 TEST(SatSearch, KeepsToItsTimeWhileEncoding) {
-  Problem p = testing::UnitProblem(8, 16, true);
-  p.stages_per_device = 2;
-  p.stage_device = *PlaceStages("interleaved", 8, 2);
-  const int S = 16;
-  p.f.assign(S, 1);
-  p.b.assign(S, 1);
-  p.w.assign(S, 1);
-  p.activation.assign(S, 1);
-  p.freed_by_b.assign(S, 0.5);
-  p.offloadable.assign(S, 1);
-  p.comm.assign(S - 1, 0);
-  p.offload = std::vector<double>(S, 2);
-  p.memory_limit = std::vector<double>(8, p.static_memory[0] + 5);
-  ASSERT_TRUE(Validate(p).ok());
+  const Problem p = testing::MakeProblem(
+      R"("devices": 8, "microbatches": 16, "stages_per_device": 2, "placement": "interleaved",
+         "stage_time": {"f": 1, "b": 1, "w": 1}, "offload_time": 2,
+         "memory": {"activation": 1, "freed_by_b": 0.5, "limit": 5})");
   ASSERT_TRUE(SatSearchApplies(p));
   SatSearchOptions opt;
   opt.time_limit_s = 0.4;
