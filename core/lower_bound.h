@@ -9,7 +9,12 @@
 //    last op is a B of s_min(d) (every other op on d has a descendant B of a
 //    lower stage on d), after which tail_d = the B chain of stages below
 //    s_min(d) plus comms must still run; with split backward a W can end the
-//    device, tail_d = 0. So makespan >= head_d + work_d + tail_d. Without
+//    device, but after its last B only W's are left on it, each holding
+//    a - freed_by_b: under a memory limit at most those that fit in the room
+//    together (W time by a fractional knapsack), while that B's micro-batch
+//    still runs the B chain below s_min(d) and W(0): tail_d = that chain
+//    less the W time (zero-bubble drains need room). So makespan >= head_d +
+//    work_d + tail_d. Without
 //    offload, a device with one stage also idles until its first B can
 //    start, less the n f of the n = room / a forwards it can hold meanwhile.
 //  * critical path (makespan): one micro-batch through every stage and back.

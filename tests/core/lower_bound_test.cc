@@ -206,6 +206,27 @@ TEST(LowerBound, WarmupIdleWithoutOffload) {
   EXPECT_DOUBLE_EQ(ComputeLowerBound(p).device_bound, 13);
 }
 
+// A zero-bubble drain needs room for the W's it defers. Two devices, f = b = 1,
+// w = 1 and 0.5, B frees nothing of the activation (1), room for one on
+// device 1: once its last B has ended only one W (0.5) can still be waiting
+// there, and that micro-batch's B(0) and W(0) (2) must still run, so device 1
+// idles at least 1.5 at the end: 1 (head) + 2 x 2.5 (work) + 1.5 = 7.5, the
+// optimum (without the limit the W would end the device: 6).
+TEST(LowerBound, SplitTailNeedsRoomForTheDeferredWs) {
+  Problem p = testing::MakeProblem(
+      R"("devices": 2, "microbatches": 2, "split_backward": true,
+         "stage_time": {"f": 1, "b": 1, "w": [1, 0.5]},
+         "memory": {"activation": 1, "freed_by_b": 0, "static": 0, "limit": [4, 1]})");
+  const LowerBound lb = ComputeLowerBound(p);
+  EXPECT_DOUBLE_EQ(lb.device_bound, 7.5);
+  EXPECT_EQ(lb.binding_device, 1);
+  EXPECT_DOUBLE_EQ(testing::BruteForceOptimum(p, false), 7.5);
+  (*p.memory_limit)[1] = 2;  // room for both W's: they cover the drain's 2 but 1
+  EXPECT_DOUBLE_EQ(ComputeLowerBound(p).device_bound, 7);
+  p.memory_limit.reset();
+  EXPECT_DOUBLE_EQ(ComputeLowerBound(p).device_bound, 6);
+}
+
 // Under random tight limits, with and without offload, the memory-time bound
 // never exceeds the brute-force optimum.
 TEST(LowerBound, MemoryBoundNeverAboveTheOptimum) {
