@@ -338,37 +338,44 @@ double WarmupIdle(const Problem& p, const std::vector<Phases>& phases, int d) {
 }
 
 // With a split backward a W can end device d, but once its last B has ended
-// (every F and B of d done) only W's are left there, each still holding
-// a - freed_by_b of its activation: under a memory limit, at most the W's
-// whose remains fit in the room together, and that B's micro-batch must
-// still run the B chain below d's lowest stage and W(0). The time that
-// chain needs beyond those W's is idle at the end of the iteration: a
-// zero-bubble drain needs room for the W's it defers. The W's left are
-// bounded by the fractional knapsack (most W time per memory first).
-double SplitTail(const Problem& p, int d, int lowest) {
+// (every F and B of d done) only W's are left there: that B's own and those
+// whose remains (a - freed_by_b each) were resident beside its whole
+// activation while it ran, at most the room less that activation. Its
+// micro-batch must still run the B chain below its stage and W(0), and what
+// of that the W's left cannot cover is idle at the end of the iteration (a
+// zero-bubble drain needs room for the W's it defers). The last B may be of
+// any stage s of d; the W's left are bounded by a fractional knapsack (most
+// W time per memory first).
+double SplitTail(const Problem& p, int d) {
   if (!p.split_backward || !p.memory_limit) return 0;
-  double drain = p.w[0];
-  for (int s = lowest - 1; s >= 0; --s) drain += p.b[s] + CommTime(p, s);
   std::vector<std::pair<double, int>> by_density;  // (memory per unit of W time, stage)
-  double left = 0;                                 // W time that may be left
+  double free_w = 0;                               // W time that holds no memory
   for (int s = 0; s < p.stages(); ++s) {
     if (p.stage_device[s] != d || p.w[s] <= 0) continue;
     const double remains = p.activation[s] - p.freed_by_b[s];
     if (remains <= 0) {
-      left += p.microbatches * p.w[s];  // costs no memory: all may wait
+      free_w += p.microbatches * p.w[s];
     } else {
       by_density.push_back({remains / p.w[s], s});
     }
   }
   std::sort(by_density.begin(), by_density.end());
-  double room = (*p.memory_limit)[d] - p.static_memory[d];
-  for (const auto& [density, s] : by_density) {
-    const double time = std::min(p.microbatches * p.w[s], room / density);
-    left += time;
-    room -= time * density;
-    if (room <= 0) break;
+  const double room = (*p.memory_limit)[d] - p.static_memory[d];
+  double tail = std::numeric_limits<double>::infinity();
+  double drain = p.w[0];  // below stage s: B(s-1..0) and W(0)
+  for (int s = 0; s < p.stages(); ++s) {
+    if (s > 0) drain += p.b[s - 1] + CommTime(p, s - 1);
+    if (p.stage_device[s] != d) continue;
+    double left = p.w[s] + free_w, rest = room - p.activation[s];
+    for (const auto& [density, u] : by_density) {
+      if (rest <= 0) break;
+      const double time = std::min(p.microbatches * p.w[u], rest / density);
+      left += time;
+      rest -= time * density;
+    }
+    tail = std::min(tail, std::max(0.0, drain - left));
   }
-  return std::max(0.0, drain - left);
+  return tail == std::numeric_limits<double>::infinity() ? 0 : tail;
 }
 
 }  // namespace
@@ -400,7 +407,7 @@ LowerBound ComputeLowerBound(const Problem& p) {
       if (!p.split_backward) {
         for (int s = lowest[d] - 1; s >= 0; --s) tail += p.b[s] + p.w[s] + CommTime(p, s);
       }
-      tail += SplitTail(p, d, lowest[d]);
+      tail += SplitTail(p, d);
       const double idle = WarmupIdle(p, phases, d);
       if (head + work[d] + tail + idle > lb.device_bound) {
         lb.device_bound = head + work[d] + tail + idle;

@@ -9,11 +9,12 @@
 //    last op is a B of s_min(d) (every other op on d has a descendant B of a
 //    lower stage on d), after which tail_d = the B chain of stages below
 //    s_min(d) plus comms must still run; with split backward a W can end the
-//    device, but after its last B only W's are left on it, each holding
-//    a - freed_by_b: under a memory limit at most those that fit in the room
-//    together (W time by a fractional knapsack), while that B's micro-batch
-//    still runs the B chain below s_min(d) and W(0): tail_d = that chain
-//    less the W time (zero-bubble drains need room). So makespan >= head_d +
+//    device, but after its last B, of a stage s, only W's are left on it:
+//    that B's own and, under a memory limit, those whose remains (a -
+//    freed_by_b each) fit beside its whole activation in the room (W time by
+//    a fractional knapsack), while its micro-batch still runs the B chain
+//    below s and W(0): tail_d = the least over d's stages of that chain less
+//    that W time (zero-bubble drains need room). So makespan >= head_d +
 //    work_d + tail_d. Without
 //    offload, a device with one stage also idles until its first B can
 //    start, less the n f of the n = room / a forwards it can hold meanwhile.

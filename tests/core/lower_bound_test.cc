@@ -227,6 +227,32 @@ TEST(LowerBound, SplitTailNeedsRoomForTheDeferredWs) {
   EXPECT_DOUBLE_EQ(ComputeLowerBound(p).device_bound, 6);
 }
 
+// The drain bound on random split problems with tight limits, with and
+// without offload: never above the brute-force optimum, and above the bound
+// without the limit on some of them.
+TEST(LowerBound, SplitTailNeverAboveTheOptimum) {
+  std::mt19937 rng(29);
+  int raised = 0;
+  for (int trial = 0; trial < 16; ++trial) {
+    const bool offload = trial % 2 == 1;
+    const int devices = offload || trial % 4 < 2 ? 2 : 3;
+    Problem p = testing::RandomProblem(rng, devices, 2, 1, true, offload);
+    p.memory_limit = p.static_memory;
+    for (int d = 0; d < devices; ++d) {
+      p.w[d] *= 0.25 + 0.25 * (trial % 4);  // from little of the drain to most of it
+      (*p.memory_limit)[d] += p.activation[d] * (1.0 + 0.2 * (trial % 3));
+    }
+    const double opt = testing::BruteForceOptimum(p, offload);
+    if (opt == std::numeric_limits<double>::infinity()) continue;
+    const LowerBound lb = ComputeLowerBound(p);
+    EXPECT_LE(lb.value, opt + 1e-9) << ToJson(p);
+    Problem roomy = p;
+    roomy.memory_limit.reset();
+    if (lb.device_bound > ComputeLowerBound(roomy).device_bound + 1e-9) ++raised;
+  }
+  EXPECT_GE(raised, 12) << raised;
+}
+
 // Under random tight limits, with and without offload, the memory-time bound
 // never exceeds the brute-force optimum.
 TEST(LowerBound, MemoryBoundNeverAboveTheOptimum) {
