@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/problem.h"
 #include "core/schedule.h"
@@ -27,6 +28,9 @@ extern const CLI::Validator kNonNegative;  // >= 0
 // warning on stderr when it breaks a rule of `p` (see `optpipe validate`),
 // naming the problem the file was made for when that is another.
 void WarnIfInvalid(const Problem& p, const TimedSchedule& t, const std::string& path);
+
+// Amounts for people: "[41.5, 41, 38.4]" (6 significant digits, no float noise).
+std::string Brief(const std::vector<double>& v);
 
 int ExitFor(const Status& st);
 // Prints "optpipe: <message>" on stderr and returns the exit code for it.

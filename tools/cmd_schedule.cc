@@ -1,6 +1,5 @@
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "core/chrome_trace.h"
 #include "core/format.h"
@@ -12,15 +11,6 @@
 
 namespace optpipe::cli {
 namespace {
-
-// A short rendering for people: 6 significant digits, no float noise.
-std::string Brief(const std::vector<double>& v) {
-  std::ostringstream os;
-  os << "[";
-  for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
-  os << "]";
-  return os.str();
-}
 
 struct Args {
   std::string problem, method = "auto", out;

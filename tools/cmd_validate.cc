@@ -30,7 +30,7 @@ int Run(const Args& a) {
     for (const std::string& e : rep.errors) std::cout << "invalid: " << e << "\n";
     std::cout << (rep.valid() ? "valid" : std::to_string(rep.errors.size()) + " violation(s)")
               << ": makespan " << rep.makespan << ", device_span " << rep.device_span
-              << ", peak memory " << nlohmann::json(rep.peak_memory).dump() << "\n";
+              << ", peak memory " << Brief(rep.peak_memory) << "\n";
   }
   return rep.valid() ? kOk : kInvalid;
 }

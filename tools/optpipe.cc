@@ -2,6 +2,7 @@
 // tools/cmd_*.cc file and registers itself here.
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include "core/checker.h"
@@ -37,6 +38,14 @@ void WarnIfInvalid(const Problem& p, const TimedSchedule& t, const std::string& 
   if (!t.problem.empty() && t.problem != p.name)
     std::cerr << "; it was made for problem '" << t.problem << "', not '" << p.name << "'";
   std::cerr << "; drawing it as recorded\n";
+}
+
+std::string Brief(const std::vector<double>& v) {
+  std::ostringstream os;
+  os << "[";
+  for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+  os << "]";
+  return os.str();
 }
 
 int ExitFor(const Status& st) {

@@ -10,6 +10,8 @@ json_field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[s
 # schedule -> validate agree on the makespan.
 want="" expect 0 "schedule 1f1b" -- "$bin" schedule "$cases/unit-4x8.json" --method 1f1b -o "$tmp/s.json"
 want='"valid": true' expect 0 "validate 1f1b" -- "$bin" validate "$cases/unit-4x8.json" "$tmp/s.json" --json
+# For people: 1F1B holds 4, 3, 2, 1 activations of 1 (4 x 8 unit problem, W with its B).
+want="valid: makespan 30, device_span 30, peak memory [4, 3, 2, 1]" expect 0 "validate text" -- "$bin" validate "$cases/unit-4x8.json" "$tmp/s.json"
 m_sched=$(json_field "$tmp/s.json" makespan)
 "$bin" validate "$cases/unit-4x8.json" "$tmp/s.json" --json >"$tmp/v.json"
 m_val=$(json_field "$tmp/v.json" makespan)
