@@ -79,7 +79,7 @@ struct SatSession::Racers {
   int horizon = 0;  // the grains they were encoded at
   double best = 0;  // the best objective they knew of
 };
-SatSession::SatSession() : racers(std::make_unique<Racers>()) {}
+SatSession::SatSession() : racers_(std::make_unique<Racers>()) {}
 SatSession::~SatSession() = default;
 
 SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double incumbent,
@@ -94,7 +94,7 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
   res.bound = std::min(AtGrain(p, lower_bound), incumbent);
   Simulator simulator(p);
   SatSession own;
-  SatSession::Racers& session = *(opt.session ? opt.session : &own)->racers;
+  SatSession::Racers& session = *(opt.session ? opt.session : &own)->racers_;
   std::vector<std::unique_ptr<Racer>>& racers = session.solvers;
   double ceiling = incumbent;  // targets lie below it (lowered by a probe cut short)
   bool descend = true;

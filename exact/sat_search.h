@@ -62,6 +62,8 @@ namespace optpipe {
 // them, and what they learned, instead of encoding afresh (seconds on 8x16
 // problems); one above it encodes anew. One problem per session, one call
 // at a time.
+struct SatSearchOptions;
+struct SatSearchResult;
 class SatSession {
  public:
   SatSession();
@@ -69,8 +71,11 @@ class SatSession {
   SatSession(const SatSession&) = delete;
   SatSession& operator=(const SatSession&) = delete;
 
+ private:
+  friend SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double incumbent,
+                                           const SatSearchOptions& opt);
   struct Racers;  // exact/sat_search.cc
-  std::unique_ptr<Racers> racers;
+  std::unique_ptr<Racers> racers_;
 };
 
 struct SatSearchOptions {
