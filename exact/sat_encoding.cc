@@ -73,6 +73,26 @@ void Encoding::Phases(const SimResult& hint) {
   }
 }
 
+std::vector<int> Encoding::Keep(const SimResult& hint, const std::function<bool(int)>& free) const {
+  const OpSpace space = p_.op_space();
+  std::vector<char> is_free(ops_.size());
+  for (std::size_t i = 0; i < ops_.size(); ++i) is_free[i] = free(space.Index(ops_[i].op));
+  std::vector<int> out;
+  for (std::size_t i = 0; i < ops_.size(); ++i) {
+    const OpInfo& o = ops_[i];
+    if (o.offload_var == 0 || o.op.type != OpType::kO) continue;
+    const int s = o.op.stage, m = o.op.microbatch;
+    if (is_free[Id(OpType::kF, s, m)] || is_free[Id(OpType::kB, s, m)]) continue;
+    out.push_back(std::isnan(hint.start[space.Index(o.op)]) ? -o.offload_var : o.offload_var);
+  }
+  for (const auto& [i, j, x] : orders_) {
+    if (is_free[i] && is_free[j]) continue;
+    const double a = hint.start[space.Index(ops_[i].op)], b = hint.start[space.Index(ops_[j].op)];
+    if (!std::isnan(a) && !std::isnan(b)) out.push_back(a <= b ? x : -x);
+  }
+  return out;
+}
+
 int Encoding::Cap(int horizon) {
   const int cap = NewVar();
   for (int i = 0; i < compute_ops_; ++i) {

@@ -48,6 +48,13 @@ class Encoding {
   // variable, each lane order and each offload as that schedule has them.
   void Phases(const SimResult& hint);
 
+  // Assumptions that hold a known schedule (`hint`'s times) outside a
+  // neighbourhood, for a large neighbourhood search: the order of every two
+  // ops of a lane that are not both free, and the offload choice of every
+  // activation whose forward and backward are both fixed, as `hint` has them.
+  // `free(op index in the op space)` names the ops left to the solver.
+  std::vector<int> Keep(const SimResult& hint, const std::function<bool(int)>& free) const;
+
   // A new literal that, assumed, makes every op end by `horizon` grains (at
   // most the encoding's): one solver serves every probe below its first,
   // keeping what it learned.

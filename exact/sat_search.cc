@@ -5,6 +5,9 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <mutex>
+#include <numeric>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -72,6 +75,138 @@ struct Racer {
   Encoding::Built built = Encoding::Built::kOk;
 };
 
+// r with its micro-batches relabelled so that stage 0's forwards start in
+// micro-batch order, as the encoding has them (micro-batches are
+// interchangeable: every cost is per stage).
+SimResult InForwardOrder(const Problem& p, const SimResult& r) {
+  const OpSpace space = p.op_space();
+  std::vector<int> old(p.microbatches);  // old[k]: the micro-batch that becomes k
+  std::iota(old.begin(), old.end(), 0);
+  std::stable_sort(old.begin(), old.end(), [&](int a, int b) {
+    return r.start[space.Index(OpType::kF, 0, a)] < r.start[space.Index(OpType::kF, 0, b)];
+  });
+  SimResult out = r;
+  for (int i = 0; i < space.size(); ++i) {
+    const Op op = space.At(i);
+    const int from = space.Index(op.type, op.stage, old[op.microbatch]);
+    out.start[i] = r.start[from];
+    out.end[i] = r.end[from];
+  }
+  return out;
+}
+
+// The best schedule a large neighbourhood search knows, shared by its solvers.
+struct Incumbent {
+  std::mutex mu;
+  double objective = 0;
+  SimResult hint;  // its times, in forward order (InForwardOrder)
+  std::optional<Schedule> schedule;
+  std::optional<SimResult> sim;
+  int version = 0;  // schedules found so far
+};
+
+// One solver's neighbourhoods until `end`: "a schedule a grain better than
+// the best, keeping its orders and offloads outside [lo, lo + width)".
+void NeighbourhoodWorker(const Problem& p, double g, Racer& r, std::uint64_t seed, Incumbent& inc,
+                         Clock::time_point end, const std::atomic<bool>* stop) {
+  const OpSpace space = p.op_space();
+  Simulator simulator(p);
+  std::mt19937_64 rng(seed);
+  const std::atomic<bool> alone{false};
+  // A step's time: a fiftieth of the search, between 0.1 and 1 s.
+  const double step =
+      std::clamp(std::chrono::duration<double>(end - Clock::now()).count() / 50, 0.1, 1.0);
+  int version = -1, cap = 0;
+  double best = 0, width = 0;
+  SimResult hint;
+  while (Clock::now() < end && !(stop && stop->load())) {
+    {
+      std::lock_guard<std::mutex> lock(inc.mu);
+      if (inc.version != version) {
+        version = inc.version;
+        best = inc.objective;
+        hint = inc.hint;
+        cap = r.enc.Cap(Grains(best, g) - 1);
+        if (width == 0) width = best / 4;
+      }
+    }
+    const double lo = std::uniform_real_distribution<double>(-width / 2, best - width / 2)(rng);
+    const double hi = lo + width;
+    const auto within = [&](OpType t, int s, int m) {
+      const double at = hint.start[space.Index(t, s, m)];
+      return at >= lo && at < hi;  // false for NaN: an op the best does not run
+    };
+    const auto free = [&](int i) {
+      const Op op = space.At(i);
+      if (op.type == OpType::kO || op.type == OpType::kR) {
+        return within(OpType::kF, op.stage, op.microbatch) ||
+               within(OpType::kB, op.stage, op.microbatch);
+      }
+      return within(op.type, op.stage, op.microbatch);
+    };
+    r.enc.Phases(hint);
+    for (int lit : r.enc.Keep(hint, free)) r.solver.assume(lit);
+    r.solver.assume(cap);
+    Deadline deadline(std::min(end, Clock::now() + std::chrono::microseconds(
+                                                       static_cast<std::int64_t>(step * 1e6))),
+                      stop, &alone);
+    r.solver.connect_terminator(&deadline);
+    const int code = r.solver.solve();
+    r.solver.disconnect_terminator();
+    if (code == 20) width = std::min(2 * best, width * 1.1);  // nothing there: look wider
+    if (code == 0) width = std::max(4 * g, width / 1.25);     // too hard: narrower
+    if (code != 10) continue;
+    StatusOr<Schedule> s = OrdersOf(p, r.enc.Decode());
+    StatusOr<SimResult> sim = s.ok() ? simulator.Run(*s) : StatusOr<SimResult>(s.status());
+    if (!sim.ok()) continue;  // the simulator has the last word
+    std::lock_guard<std::mutex> lock(inc.mu);
+    if (sim->objective < inc.objective - 1e-9 * std::max(1.0, inc.objective)) {
+      inc.objective = sim->objective;
+      inc.hint = InForwardOrder(p, *sim);
+      inc.schedule = std::move(*s);
+      inc.sim = std::move(*sim);
+      ++inc.version;
+    }
+  }
+}
+
+// The solvers' neighbourhoods around `best` for `seconds`, one thread each; a
+// better schedule found becomes res's.
+void Neighbourhoods(const Problem& p, double g, std::vector<std::unique_ptr<Racer>>& racers,
+                    const SimResult& best, double seconds, const SatSearchOptions& opt,
+                    SatSearchResult& res) {
+  const Clock::time_point t0 = Clock::now();
+  Incumbent inc;
+  inc.objective = res.best;
+  inc.hint = InForwardOrder(p, best);
+  const Clock::time_point until =
+      t0 + std::chrono::microseconds(static_cast<std::int64_t>(std::max(0.0, seconds) * 1e6));
+  std::vector<std::thread> threads;
+  for (std::size_t k = 0; k < racers.size(); ++k) {
+    if (racers[k]->built != Encoding::Built::kOk) continue;
+    threads.emplace_back(NeighbourhoodWorker, std::cref(p), g, std::ref(*racers[k]), k,
+                         std::ref(inc), until, opt.stop);
+  }
+  for (std::thread& t : threads) t.join();
+  res.neighbourhood_schedules += inc.version;
+  if (opt.log) {
+    opt.log("sat: neighbourhoods: " +
+            (inc.schedule ? "found " + FormatNumber(inc.objective) + " (" +
+                                std::to_string(inc.version) + " better schedules)"
+                          : std::string("none better")) +
+            " in " +
+            FormatNumber(
+                std::round(std::chrono::duration<double>(Clock::now() - t0).count() * 100) / 100) +
+            " s");
+  }
+  if (inc.schedule) {
+    inc.schedule->method = "sat";
+    res.best = inc.objective;
+    res.schedule = std::move(inc.schedule);
+    res.sim = std::move(inc.sim);
+  }
+}
+
 }  // namespace
 
 struct SatSession::Racers {
@@ -93,11 +228,15 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
   res.best = incumbent;
   res.bound = std::min(AtGrain(p, lower_bound), incumbent);
   Simulator simulator(p);
+  // The hint's micro-batches as the encoding orders them.
+  const std::optional<SimResult> hint =
+      opt.hint ? std::optional<SimResult>(InForwardOrder(p, *opt.hint)) : std::nullopt;
   SatSession own;
   SatSession::Racers& session = *(opt.session ? opt.session : &own)->racers_;
   std::vector<std::unique_ptr<Racer>>& racers = session.solvers;
   double ceiling = incumbent;  // targets lie below it (lowered by a probe cut short)
   bool descend = true;
+  bool searched_neighbourhoods = false;
   while (res.bound < res.best - tol) {
     const double left = opt.time_limit_s - seconds();
     if ((opt.stop && opt.stop->load()) || left <= 0) break;
@@ -111,6 +250,7 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     // all the time.
     const int steps = Grains(top - res.bound, g);
     const double target = descend ? top : top - (steps / 2) * g;
+    const bool below_best = descend && ceiling >= res.best;
     descend = false;
     // A probe's share of the time left; an encoding may take all of it (the
     // solvers it builds serve every later probe), and the first probe its
@@ -156,7 +296,7 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
         });
         if (r.built == Encoding::Built::kEmpty) code[k] = 20;  // an op without a window
         if (r.built != Encoding::Built::kOk) return;
-        if (opt.hint && k == 0) r.enc.Phases(*opt.hint);
+        if (hint && k == 0) r.enc.Phases(*hint);
       }
       if (r.built != Encoding::Built::kOk) return;
       Deadline stop(std::min(end, Clock::now() + share), opt.stop, &decided);
@@ -199,6 +339,12 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     if (code[w] == 0) {
       log("cut short");
       ceiling = target;  // a lower target is more constrained: perhaps quicker to decide
+      if (below_best && !searched_neighbourhoods && opt.hint && opt.neighbourhood_share > 0) {
+        searched_neighbourhoods = true;
+        Neighbourhoods(p, g, racers, res.sim ? *res.sim : *hint,
+                       opt.neighbourhood_share * (opt.time_limit_s - seconds()), opt, res);
+        if (res.schedule) session.best = res.best;
+      }
       continue;
     }
     if (code[w] == 20) {
@@ -223,6 +369,38 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
   }
   res.optimal = res.bound >= res.best - tol;
   if (res.optimal) res.bound = res.best;
+  return res;
+}
+
+SatSearchResult SearchNeighbourhoods(const Problem& p, const SimResult& best,
+                                     const SatSearchOptions& opt) {
+  const Clock::time_point t0 = Clock::now();
+  const double g = TimeGrain(p);
+  const double q = p.memory_limit ? MemoryGrain(p) : 1.0;
+  SatSearchResult res;
+  res.best = best.objective;
+  const int horizon = Grains(BelowGrain(p, best.objective), g);
+  const Clock::time_point end =
+      t0 + std::chrono::microseconds(static_cast<std::int64_t>(opt.time_limit_s * 1e6));
+  std::vector<std::unique_ptr<Racer>> racers;
+  std::vector<std::thread> threads;
+  for (int k = 0; k < std::max(1, opt.solvers); ++k) {
+    racers.push_back(std::make_unique<Racer>(p, horizon, g, q));
+  }
+  for (int k = 0; k < std::max(1, opt.solvers); ++k) {
+    threads.emplace_back([&, k] {
+      Racer& r = *racers[k];
+      r.solver.set("seed", k);
+      r.built = r.enc.Build(opt.max_literals,
+                            [&] { return (opt.stop && opt.stop->load()) || Clock::now() >= end; });
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ++res.encodings;
+  res.variables = racers[0]->enc.variables();
+  res.clauses = racers[0]->enc.clauses();
+  const double left = opt.time_limit_s - std::chrono::duration<double>(Clock::now() - t0).count();
+  Neighbourhoods(p, g, racers, best, left, opt, res);
   return res;
 }
 

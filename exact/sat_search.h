@@ -25,7 +25,14 @@
 // by T (decoded, re-timed by the Simulator) is the new incumbent, "none by T"
 // raises the bound to T + g, and the two meeting prove the incumbent optimal.
 // A probe gets half of the time left (the last one all of it); one cut short
-// proves nothing and sends the next probes below it. Racing solvers
+// proves nothing and sends the next probes below it. Where the first probe
+// below the best is cut short, a large neighbourhood search may follow
+// (Shaw, CP 1998; neighbourhood_share): each solver asks again for a
+// schedule a grain better, assuming the best's lane orders and offload
+// choices except for the ops it starts within a random time window, whose
+// width grows after a window proves empty and shrinks after one is cut
+// short (unit 8x16, two chunks, room 5: 128 -> 124 in 30 s, where the probes
+// on the whole problem found nothing); its windows prove nothing. Racing solvers
 // (`solvers`, one thread each) are encoded once, at the first probe's
 // horizon, within the time limit (checked op by op; the first probe's share
 // counts from the encoding's end): a later probe, and a later call given the
@@ -91,6 +98,10 @@ struct SatSearchOptions {
   int solvers = 2;
   // Keeps the solvers for a later call (see SatSession); null: a call's own.
   SatSession* session = nullptr;
+  // With a hint: once a probe just below the best is cut short (the whole
+  // problem too hard to decide), this share of the time left goes to a large
+  // neighbourhood search around the best schedule (see above); 0: none.
+  double neighbourhood_share = 0;
 };
 
 struct SatSearchResult {
@@ -102,7 +113,8 @@ struct SatSearchResult {
   bool optimal = false;  // a probe below `best` found none
   int probes = 0;
   std::int64_t variables = 0, clauses = 0;  // of the largest probe
-  int encodings = 0;  // encodings this call built (0: it reused its session's)
+  int encodings = 0;                // encodings this call built (0: it reused its session's)
+  int neighbourhood_schedules = 0;  // better schedules the neighbourhood search found
 };
 
 // The makespan objective; a time grain (TimeGrain > 0); every op longer than
@@ -115,5 +127,12 @@ bool SatSearchApplies(const Problem& p);
 // schedule (the probes look below it). Requires SatSearchApplies(p).
 SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double incumbent,
                                   const SatSearchOptions& opt);
+
+// The large neighbourhood search alone (see above), around `best` (a
+// schedule's times) for opt.time_limit_s, its encoding included: res.schedule
+// is the best schedule it found when better than best.objective; it proves
+// no bound. Requires SatSearchApplies(p).
+SatSearchResult SearchNeighbourhoods(const Problem& p, const SimResult& best,
+                                     const SatSearchOptions& opt);
 
 }  // namespace optpipe
