@@ -39,6 +39,12 @@ Encoding::Built Encoding::Build(std::int64_t max_literals, const std::function<b
   return literals_ > max_literals_ ? Built::kTooLarge : Built::kOk;
 }
 
+std::int64_t Encoding::Estimate() {
+  next_var_ = kTrue + 1;
+  ops_.clear();
+  return AddOps() ? LaneLiterals() : 0;
+}
+
 TimedSchedule Encoding::Decode() {
   TimedSchedule t;
   t.problem = p_.name;

@@ -42,6 +42,10 @@ class Encoding {
   // kCut: `stop` said so while building.
   Built Build(std::int64_t max_literals, const std::function<bool()>& stop);
 
+  // The literals the lanes' order clauses would take (most of the
+  // encoding), without building it; 0 where an op has no window.
+  std::int64_t Estimate();
+
   TimedSchedule Decode();
 
   // The solver's first guesses from a known schedule's times: each start

@@ -372,6 +372,13 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
   return res;
 }
 
+std::int64_t SatLaneLiterals(const Problem& p, double horizon) {
+  const double g = TimeGrain(p);
+  CaDiCaL::Solver unused;
+  Encoding enc(p, Grains(horizon, g), g, p.memory_limit ? MemoryGrain(p) : 1.0, unused);
+  return enc.Estimate();
+}
+
 SatSearchResult SearchNeighbourhoods(const Problem& p, const SimResult& best,
                                      const SatSearchOptions& opt) {
   const Clock::time_point t0 = Clock::now();

@@ -123,6 +123,11 @@ struct SatSearchResult {
 // device's room at most 1000 grains.
 bool SatSearchApplies(const Problem& p);
 
+// The literals of the lanes' order clauses of a probe by `horizon`, most of
+// its encoding (about 20 million are encoded a second): what a caller with
+// little time may weigh before it starts. Requires SatSearchApplies(p).
+std::int64_t SatLaneLiterals(const Problem& p, double horizon);
+
 // `lower_bound`: a proven bound; `incumbent`: the objective of a known
 // schedule (the probes look below it). Requires SatSearchApplies(p).
 SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double incumbent,

@@ -13,6 +13,7 @@
 #include "core/schedule.h"
 #include "core/status.h"
 #include "heuristics/method.h"
+#include "tools/solve.h"
 
 namespace optpipe::cli {
 
@@ -52,39 +53,7 @@ Command AddBench(CLI::App& app);      // tools/cmd_bench.cc
 Command AddRun(CLI::App& app);        // tools/cmd_run.cc
 Command AddPlan(CLI::App& app);       // tools/cmd_plan.cc
 
-struct SolveOptions;
 // --threads, --seed and --evaluations, for subcommands that run methods.
 void AddSearchFlags(CLI::App* sub, SolveOptions& opt);
-
-// Options every way of solving shares (flags map onto these).
-struct SolveOptions {
-  double time_limit_s = 1.0;  // wall-clock budget for methods that search
-  // Searching heuristics (auto, list, po-keep, ...): threads (0: all), the
-  // random seed, and a budget of simulations that replaces the clock.
-  int threads = 0;
-  std::uint64_t seed = 1;
-  std::optional<std::int64_t> evaluations;
-  // Progress lines of methods that search (milp); none when empty.
-  std::function<void(const std::string&)> log;
-};
-
-// A solution and what the method knows about it: termination, bound, gap and
-// time (SolveInfo; the bound is at least core's ComputeLowerBound).
-struct Solved {
-  Solution solution;
-  SolveInfo info;
-};
-
-// Every method the CLI can run: the heuristics registry plus the composite and
-// exact methods the tools layer wires together. The result is simulated and checked.
-StatusOr<Solution> Solve(const Problem& p, const std::string& method, const SolveOptions& opt);
-StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
-                               const SolveOptions& opt);
-// Method names Solve accepts, with one line each, and their applicability.
-struct MethodLine {
-  std::string name, summary;
-  Status applies;
-};
-std::vector<MethodLine> ListMethods(const Problem* p);
 
 }  // namespace optpipe::cli

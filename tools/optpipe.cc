@@ -40,6 +40,18 @@ void WarnIfInvalid(const Problem& p, const TimedSchedule& t, const std::string& 
   std::cerr << "; drawing it as recorded\n";
 }
 
+void AddSearchFlags(CLI::App* sub, SolveOptions& opt) {
+  sub->add_option("--threads", opt.threads,
+                  "Threads for searching methods (0: all cores; 1 with --seed reproduces)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  sub->add_option("--seed", opt.seed, "Random seed of the local search")->capture_default_str();
+  sub->add_option("--evaluations", opt.evaluations,
+                  "Budget of simulations for searching heuristics instead of the clock: the "
+                  "same result on every run and machine")
+      ->check(kPositive);
+}
+
 std::string Brief(const std::vector<double>& v) {
   std::ostringstream os;
   os << "[";

@@ -1,15 +1,18 @@
+#include "tools/solve.h"
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <sstream>
 
 #include "core/device_search_bound.h"
+#include "core/text_format.h"
 #include "exact/milp.h"
 #include "exact/order_search.h"
 #include "exact/sat_search.h"
 #include "heuristics/auto_method.h"
-#include "tools/cli.h"
 
 namespace optpipe::cli {
 namespace {
@@ -19,15 +22,42 @@ constexpr const char* kMilpSummary =
     "(OptPipe App. C, tightened) on lp_solve, warm-started from the best heuristic; never "
     "worse than it, proves optimality on small problems (--time-limit)";
 
+constexpr const char* kAutoPolish =
+    "; on a time grid, half of the time to the SAT probes and their neighbourhoods below it";
+
 double Since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The share of auto's time limit its heuristics get where the SAT polish
+// follows them, and the size of an encoding (its lanes' literals, about 20
+// million encoded a second) the polish takes on per second of its time: it
+// should leave itself half of that time to search.
+constexpr double kHeuristicShare = 0.5;
+constexpr double kPolishLiteralsPerSecond = 1e7;
+
 // auto, telling its story through `log`: what every seed scored, which won,
-// what tuning and search added.
+// what tuning and search added. With a SatSession, on a time grid (and on the
+// clock, where a probe is small enough to encode in time), the heuristics get
+// half of the time and the SAT probes below their schedule the rest, its
+// neighbourhoods where the whole problem is too hard (exact/sat_search.h): an
+// exact solver as a large neighbourhood search, which proves nothing here
+// but finds what moves of single ops do not (unit costs, 8x16, a slow link
+// and room for 3 activations: 62 -> 61 at --time-limit 1).
 StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
-                             const std::function<void(const std::string&)>& log) {
-  StatusOr<AutoResult> r = RunAuto(p, search);
+                             const std::function<void(const std::string&)>& log,
+                             SatSession* polish = nullptr) {
+  const auto t0 = std::chrono::steady_clock::now();
+  // Not in the deterministic mode, nor off the time grid, nor where encoding
+  // a probe near the bound would take most of the polish's time.
+  if (polish && (search.max_evaluations || search.known_bound <= 0 || !SatSearchApplies(p) ||
+                 SatLaneLiterals(p, 1.25 * search.known_bound) >
+                     kPolishLiteralsPerSecond * (1 - kHeuristicShare) * search.time_limit_s)) {
+    polish = nullptr;
+  }
+  SearchOptions heuristics = search;
+  if (polish) heuristics.time_limit_s *= kHeuristicShare;
+  StatusOr<AutoResult> r = RunAuto(p, heuristics);
   if (!r.ok()) return r.status();
   if (log) {
     for (const SeedOutcome& s : r->seeds) {
@@ -55,7 +85,30 @@ StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
     line << ")";
     log(line.str());
   }
-  return std::move(r->solution);
+  Solution& best = r->solution;
+  const double objective = best.sim.objective;
+  const double bound = AtGrain(p, search.known_bound);
+  const double left = search.time_limit_s - Since(t0);
+  if (!polish || objective <= bound + 1e-9 * std::max(1.0, objective) || left <= 0) {
+    return std::move(best);
+  }
+  SatSearchOptions sat;
+  sat.time_limit_s = left;
+  sat.stop = search.stop;
+  sat.hint = &best.sim;
+  sat.solvers = search.threads == 1 ? 1 : 2;
+  sat.session = polish;
+  sat.neighbourhood_share = 0.5;
+  const SatSearchResult sr = SearchTimeIndexed(p, bound, objective, sat);
+  if (log) {
+    std::ostringstream line;
+    line << "auto: SAT below it " << objective << " -> " << sr.best << " (" << sr.probes
+         << " probes, " << sr.neighbourhood_schedules << " schedules from neighbourhoods, "
+         << FormatNumber(std::round(Since(t0) * 100) / 100) << " s in all)";
+    log(line.str());
+  }
+  if (!sr.schedule) return std::move(best);
+  return Certify(p, *sr.schedule, "auto");
 }
 
 // The core bound (BestLowerBound), its device search held to a tenth of the
@@ -165,8 +218,9 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
   SearchOptions search = Heuristic(opt);
   search.time_limit_s = std::max(0.0, opt.time_limit_s - Since(t0));
   if (!opt.evaluations) search.known_bound = bound;
+  SatSession sat_session;  // auto's polish and the bound's probes
   StatusOr<Solution> s =
-      method == "auto" ? SolveAuto(p, search, opt.log) : RunMethod(p, method, search);
+      method == "auto" ? SolveAuto(p, search, opt.log, &sat_session) : RunMethod(p, method, search);
   if (!s.ok()) return s.status();
   Solved out{std::move(*s), SolveInfo{}};
   if (OrderSearchApplies(p)) {
@@ -177,6 +231,7 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
     SatSearchOptions sat;
     sat.time_limit_s = 0.1 * opt.time_limit_s;
     sat.hint = &out.solution.sim;
+    sat.session = &sat_session;
     bound = std::max(bound, SearchTimeIndexed(p, bound, out.solution.sim.objective, sat).bound);
   }
   bound = std::min(bound, out.solution.sim.objective);  // above it only by rounding
@@ -194,22 +249,11 @@ StatusOr<Solution> Solve(const Problem& p, const std::string& method, const Solv
   return std::move(s->solution);
 }
 
-void AddSearchFlags(CLI::App* sub, SolveOptions& opt) {
-  sub->add_option("--threads", opt.threads,
-                  "Threads for searching methods (0: all cores; 1 with --seed reproduces)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 4096));
-  sub->add_option("--seed", opt.seed, "Random seed of the local search")->capture_default_str();
-  sub->add_option("--evaluations", opt.evaluations,
-                  "Budget of simulations for searching heuristics instead of the clock: the "
-                  "same result on every run and machine")
-      ->check(kPositive);
-}
-
 std::vector<MethodLine> ListMethods(const Problem* p) {
   std::vector<MethodLine> out;
   for (const MethodInfo& m : Methods()) {
     out.push_back({m.name, m.summary, p ? m.applicable(*p) : OkStatus()});
+    if (m.name == "auto") out.back().summary += kAutoPolish;
   }
   out.push_back({"milp", kMilpSummary, OkStatus()});
   return out;

@@ -1,4 +1,5 @@
-// Quality report for the heuristic engine: on memory-rich problems, auto vs the
+// Quality report for auto as the CLI runs it (tools/solve.h: the heuristics,
+// and on a time grid the SAT probes below them): on memory-rich problems, auto vs the
 // lower bound and vs the best published schedule; under memory limits that
 // leave 60% and 30% of 1F1B's activation memory, auto vs the best schedule
 // that ignores memory, and vs PipeOffload (po-h, po-f); last, OptPipe's
@@ -18,6 +19,7 @@
 #include "core/lower_bound.h"
 #include "heuristics/auto_method.h"
 #include "heuristics/method.h"
+#include "tools/solve.h"
 
 namespace optpipe {
 namespace {
@@ -74,10 +76,11 @@ Problem SlowLink(int D, int M, int v, double offload, double room) {
   return p;
 }
 
+// A method as `optpipe schedule` runs it (auto with its SAT polish on a time grid).
 double Run(const Problem& p, const std::string& m, double seconds) {
-  SearchOptions o;
+  cli::SolveOptions o;
   o.time_limit_s = seconds;
-  StatusOr<Solution> s = RunMethod(p, m, o);
+  StatusOr<Solution> s = cli::Solve(p, m, o);
   return s.ok() ? s->sim.objective : -1;
 }
 
