@@ -96,7 +96,11 @@ StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
   sat.time_limit_s = left;
   sat.stop = search.stop;
   sat.hint = &best.sim;
-  sat.solvers = search.threads == 1 ? 1 : 2;
+  // One solver, the one the hint guides: two would race for the first
+  // probe, but take twice the memory and, freed, their time (fz8x16v2-L5 at
+  // --time-limit 3: 1.4 GB and 0.5 s after the polish; unit 8x16 room 3
+  // finds 61 at --time-limit 1 either way).
+  sat.solvers = 1;
   sat.session = polish;
   sat.neighbourhood_share = 0.5;
   const SatSearchResult sr = SearchTimeIndexed(p, bound, objective, sat);
@@ -232,6 +236,7 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
     sat.time_limit_s = 0.1 * opt.time_limit_s;
     sat.hint = &out.solution.sim;
     sat.session = &sat_session;
+    if (method == "auto") sat.solvers = 1;  // the polish's solver, when it ran
     bound = std::max(bound, SearchTimeIndexed(p, bound, out.solution.sim.objective, sat).bound);
   }
   bound = std::min(bound, out.solution.sim.objective);  // above it only by rounding
