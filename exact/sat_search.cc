@@ -341,8 +341,13 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
       ceiling = target;  // a lower target is more constrained: perhaps quicker to decide
       if (below_best && !searched_neighbourhoods && opt.hint && opt.neighbourhood_share > 0) {
         searched_neighbourhoods = true;
-        Neighbourhoods(p, g, racers, res.sim ? *res.sim : *hint,
-                       opt.neighbourhood_share * (opt.time_limit_s - seconds()), opt, res);
+        // Again (its share of what is left) while it finds better schedules.
+        for (int found = -1; found < res.neighbourhood_schedules &&
+                             !(opt.stop && opt.stop->load()) && seconds() < opt.time_limit_s;) {
+          found = res.neighbourhood_schedules;
+          Neighbourhoods(p, g, racers, res.sim ? *res.sim : *hint,
+                         opt.neighbourhood_share * (opt.time_limit_s - seconds()), opt, res);
+        }
         if (res.schedule) session.best = res.best;
       }
       continue;

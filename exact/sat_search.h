@@ -100,7 +100,8 @@ struct SatSearchOptions {
   SatSession* session = nullptr;
   // With a hint: once a probe just below the best is cut short (the whole
   // problem too hard to decide), this share of the time left goes to a large
-  // neighbourhood search around the best schedule (see above); 0: none.
+  // neighbourhood search around the best schedule (see above), and again
+  // while it finds better ones; 0: none.
   double neighbourhood_share = 0;
 };
 
