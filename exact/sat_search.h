@@ -31,8 +31,10 @@
 // schedule a grain better, assuming the best's lane orders and offload
 // choices except for the ops it starts within a random time window, whose
 // width grows after a window proves empty and shrinks after one is cut
-// short (unit 8x16, two chunks, room 5: 128 -> 124 in 30 s, where the probes
-// on the whole problem found nothing); its windows prove nothing. Racing solvers
+// short, again while it finds better schedules (fz8x16v2-L5, 8x16 with two
+// chunks and room for 5: auto's 128 -> 124 within milp's 60 s, where the
+// probes on the whole problem found nothing); its windows prove nothing.
+// Racing solvers
 // (`solvers`, one thread each) are encoded once, at the first probe's
 // horizon, within the time limit (checked op by op; the first probe's share
 // counts from the encoding's end): a later probe, and a later call given the

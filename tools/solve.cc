@@ -37,8 +37,8 @@ constexpr double kHeuristicShare = 0.5;
 constexpr double kPolishLiteralsPerSecond = 1e7;
 
 // auto, telling its story through `log`: what every seed scored, which won,
-// what tuning and search added. With a SatSession, on a time grid (and on the
-// clock, where a probe is small enough to encode in time), the heuristics get
+// what tuning and search added (and in `proven`, what the polish proved). With a SatSession, on a
+// time grid (and on the clock, where a probe is small enough to encode in time), the heuristics get
 // half of the time and the SAT probes below their schedule the rest, its
 // neighbourhoods where the whole problem is too hard (exact/sat_search.h): an
 // exact solver as a large neighbourhood search, which proves nothing here
@@ -46,7 +46,7 @@ constexpr double kPolishLiteralsPerSecond = 1e7;
 // and room for 3 activations: 62 -> 61 at --time-limit 1).
 StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
                              const std::function<void(const std::string&)>& log,
-                             SatSession* polish = nullptr) {
+                             SatSession* polish = nullptr, double* proven = nullptr) {
   const auto t0 = std::chrono::steady_clock::now();
   // Not in the deterministic mode, nor off the time grid, nor where encoding
   // a probe near the bound would take most of the polish's time.
@@ -104,6 +104,7 @@ StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
   sat.session = polish;
   sat.neighbourhood_share = 0.5;
   const SatSearchResult sr = SearchTimeIndexed(p, bound, objective, sat);
+  if (proven) *proven = sr.bound;
   if (log) {
     std::ostringstream line;
     line << "auto: SAT below it " << objective << " -> " << sr.best << " (" << sr.probes
@@ -223,9 +224,11 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
   search.time_limit_s = std::max(0.0, opt.time_limit_s - Since(t0));
   if (!opt.evaluations) search.known_bound = bound;
   SatSession sat_session;  // auto's polish and the bound's probes
-  StatusOr<Solution> s =
-      method == "auto" ? SolveAuto(p, search, opt.log, &sat_session) : RunMethod(p, method, search);
+  double polished = 0;     // what the polish's probes proved
+  StatusOr<Solution> s = method == "auto" ? SolveAuto(p, search, opt.log, &sat_session, &polished)
+                                          : RunMethod(p, method, search);
   if (!s.ok()) return s.status();
+  bound = std::max(bound, polished);
   Solved out{std::move(*s), SolveInfo{}};
   if (OrderSearchApplies(p)) {
     OrderSearchOptions order;
