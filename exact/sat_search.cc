@@ -62,13 +62,22 @@ namespace {
 
 // One of the racing solvers with its encoding, built once at the first
 // probe's horizon; every later probe (below it) assumes a cap.
+// Its grains: the problem's time grain, the memory grain where memory is
+// limited.
 struct Racer {
-  Racer(const Problem& p, int horizon, double g, double q) : enc(p, horizon, g, q, solver) {
+  Racer(const Problem& p, int horizon)
+      : enc(p, horizon, TimeGrain(p), p.memory_limit ? MemoryGrain(p) : 1.0, solver) {
     // CaDiCaL's "sat" configuration (stable mode only, target phases): the
     // probes that find schedules get far quicker and those that prove none no
     // slower (fz4x8v2-L3 proven in 3 s instead of 25-38 s, seeds 10-30).
     solver.configure("sat");
     solver.set("quiet", 1);
+  }
+  // Encodes with its own seed, until `end` or the caller's stop.
+  void Build(int seed, const SatSearchOptions& opt, Clock::time_point end) {
+    solver.set("seed", seed);
+    built = enc.Build(opt.max_literals,
+                      [&] { return (opt.stop && opt.stop->load()) || Clock::now() >= end; });
   }
   CaDiCaL::Solver solver;
   Encoding enc;
@@ -222,7 +231,6 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
   const Clock::time_point t0 = Clock::now();
   const auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   const double g = TimeGrain(p);
-  const double q = p.memory_limit ? MemoryGrain(p) : 1.0;
   const double tol = 1e-9 * std::max(1.0, incumbent);
   SatSearchResult res;
   res.best = incumbent;
@@ -278,7 +286,7 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     }
     const bool first = racers.empty();
     for (int k = 0; first && k < n; ++k) {
-      racers.push_back(std::make_unique<Racer>(p, Grains(target, g), g, q));
+      racers.push_back(std::make_unique<Racer>(p, Grains(target, g)));
     }
     if (first) {
       session.horizon = Grains(target, g);
@@ -289,11 +297,8 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     const auto run = [&](int k) {
       Racer& r = *racers[k];
       if (first) {
-        r.solver.set("seed", k);
         // Not ended by another solver's answer: each is encoded for every probe.
-        r.built = r.enc.Build(opt.max_literals, [&] {
-          return (opt.stop && opt.stop->load()) || Clock::now() >= end;
-        });
+        r.Build(k, opt, end);
         if (r.built == Encoding::Built::kEmpty) code[k] = 20;  // an op without a window
         if (r.built != Encoding::Built::kOk) return;
         if (hint && k == 0) r.enc.Phases(*hint);
@@ -378,17 +383,13 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
 }
 
 std::int64_t SatLaneLiterals(const Problem& p, double horizon) {
-  const double g = TimeGrain(p);
-  CaDiCaL::Solver unused;
-  Encoding enc(p, Grains(horizon, g), g, p.memory_limit ? MemoryGrain(p) : 1.0, unused);
-  return enc.Estimate();
+  return Racer(p, Grains(horizon, TimeGrain(p))).enc.Estimate();
 }
 
 SatSearchResult SearchNeighbourhoods(const Problem& p, const SimResult& best,
                                      const SatSearchOptions& opt) {
   const Clock::time_point t0 = Clock::now();
   const double g = TimeGrain(p);
-  const double q = p.memory_limit ? MemoryGrain(p) : 1.0;
   SatSearchResult res;
   res.best = best.objective;
   const int horizon = Grains(BelowGrain(p, best.objective), g);
@@ -397,15 +398,10 @@ SatSearchResult SearchNeighbourhoods(const Problem& p, const SimResult& best,
   std::vector<std::unique_ptr<Racer>> racers;
   std::vector<std::thread> threads;
   for (int k = 0; k < std::max(1, opt.solvers); ++k) {
-    racers.push_back(std::make_unique<Racer>(p, horizon, g, q));
+    racers.push_back(std::make_unique<Racer>(p, horizon));
   }
   for (int k = 0; k < std::max(1, opt.solvers); ++k) {
-    threads.emplace_back([&, k] {
-      Racer& r = *racers[k];
-      r.solver.set("seed", k);
-      r.built = r.enc.Build(opt.max_literals,
-                            [&] { return (opt.stop && opt.stop->load()) || Clock::now() >= end; });
-    });
+    threads.emplace_back([&, k] { racers[k]->Build(k, opt, end); });
   }
   for (std::thread& t : threads) t.join();
   ++res.encodings;
