@@ -156,11 +156,19 @@ bool Encoding::AddOps() {
     tailF[s] = dB[s] + tailB[s];
     if (s + 1 < S_) tailF[s] = std::max(tailF[s], dC[s] + dF[s + 1] + tailF[s + 1]);
   }
-  id_.assign(p_.op_space().size(), -1);
+  const OpSpace space = p_.op_space();
+  id_.assign(space.size(), -1);
+  // [lo, hi] narrowed by limit_.
+  const auto limited = [&](OpType t, int s, int m, int lo, int hi) {
+    if (limit_.empty()) return std::pair{lo, hi};
+    const auto [a, b] = limit_[space.Index(t, s, m)];
+    return std::pair{std::max(lo, a), std::min(hi, b)};
+  };
   const auto add = [&](OpType t, int s, int m, int d, int lo, int tail) {
-    id_[p_.op_space().Index(t, s, m)] = static_cast<int>(ops_.size());
-    ops_.push_back({Op{t, s, m}, d, lo, H_ - d - tail, 0, 0, tail});
-    return ops_.back().lo <= ops_.back().hi;
+    id_[space.Index(t, s, m)] = static_cast<int>(ops_.size());
+    const auto [a, b] = limited(t, s, m, lo, H_ - d - tail);
+    ops_.push_back({Op{t, s, m}, d, a, b, 0, 0, tail});
+    return a <= b;
   };
   for (int m = 0; m < M_; ++m) {
     std::vector<int> headF(S_), headB(S_);
@@ -182,15 +190,16 @@ bool Encoding::AddOps() {
     for (int m = 0; m < M_; ++m) {
       const OpInfo& f = ops_[Id(OpType::kF, s, m)];
       const OpInfo& b = ops_[Id(OpType::kB, s, m)];
-      const int o_lo = f.lo + f.d, r_hi = b.hi - dO[s];
-      if (o_lo + dO[s] > r_hi) continue;
+      // O starts after F ends, R after O ends, B after R ends.
+      const auto o = limited(OpType::kO, s, m, f.lo + f.d, b.hi - 2 * dO[s]);
+      const auto r = limited(OpType::kR, s, m, o.first + dO[s], b.hi - dO[s]);
+      if (o.first > o.second || r.first > r.second) continue;
       const int y = NewVar();
-      add(OpType::kO, s, m, dO[s], o_lo, 0);
-      ops_.back().hi = r_hi - dO[s];
-      ops_.back().offload_var = y;
-      add(OpType::kR, s, m, dO[s], o_lo + dO[s], 0);
-      ops_.back().hi = r_hi;
-      ops_.back().offload_var = y;
+      for (const auto& [t, w] : {std::pair{OpType::kO, o}, std::pair{OpType::kR, r}}) {
+        add(t, s, m, dO[s], w.first, 0);
+        ops_.back().hi = w.second;
+        ops_.back().offload_var = y;
+      }
     }
   }
   return true;

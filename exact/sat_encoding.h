@@ -59,6 +59,13 @@ class Encoding {
   // `free(op index in the op space)` names the ops left to the solver.
   std::vector<int> Keep(const SimResult& hint, const std::function<bool(int)>& free) const;
 
+  // Narrower start windows than the chains give, for a neighbourhood that
+  // builds only what it leaves free: [lo, hi] in grains per op (indexed by
+  // the op space; before Build). An O or R whose window is then empty is left
+  // out (its activation stays on the device); a compute op's makes the
+  // encoding empty.
+  void Limit(std::vector<std::pair<int, int>> starts) { limit_ = std::move(starts); }
+
   // A new literal that, assumed, makes every op end by `horizon` grains (at
   // most the encoding's): one solver serves every probe below its first,
   // keeping what it learned.
@@ -149,7 +156,8 @@ class Encoding {
   CaDiCaL::Solver& solver_;
   const int S_, M_;
   std::vector<OpInfo> ops_;
-  std::vector<int> id_;  // OpSpace index -> op, -1 if none
+  std::vector<int> id_;                     // OpSpace index -> op, -1 if none
+  std::vector<std::pair<int, int>> limit_;  // OpSpace index -> [lo, hi]; empty: none
   struct Order {
     int i, j, x;  // x: "i before j"
   };

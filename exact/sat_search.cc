@@ -179,6 +179,90 @@ void NeighbourhoodWorker(const Problem& p, double g, Racer& r, std::uint64_t see
   }
 }
 
+// Where the whole problem is too large to encode (fine grains, long
+// horizons: O(ops * H) variables), neighbourhoods that encode only what they
+// free, a fresh solver each: "a schedule ending a grain before the best, whose ops that start
+// before [lo, lo + width) keep their times, those that start after it start
+// a grain earlier, and those within it (and the copies of any activation
+// that may go to the host and back within it) start anywhere in it". The
+// window's width grows after a window proves empty and shrinks after one is
+// cut short. A schedule found is replayed as soon as its orders allow where
+// that is valid and better (the ops after the window may then move up by
+// more than the grain), else at its times.
+void WindowWorker(const Problem& p, double g, std::uint64_t seed, Incumbent& inc,
+                  Clock::time_point end, const SatSearchOptions& opt) {
+  const OpSpace space = p.op_space();
+  const double q = p.memory_limit ? MemoryGrain(p) : 1.0;
+  Simulator simulator(p);
+  std::mt19937_64 rng(seed);
+  const std::atomic<bool> alone{false};
+  const double step =
+      std::clamp(std::chrono::duration<double>(end - Clock::now()).count() / 50, 0.1, 1.0);
+  double width = 0;
+  while (Clock::now() < end && !(opt.stop && opt.stop->load())) {
+    double best;
+    SimResult hint;
+    {
+      std::lock_guard<std::mutex> lock(inc.mu);
+      best = inc.objective;
+      hint = inc.hint;
+    }
+    if (width == 0) width = best / 8;
+    const double lo = std::uniform_real_distribution<double>(-width / 2, best - width / 2)(rng);
+    const double hi = lo + width;
+    const int first = std::max(0, static_cast<int>(std::floor(lo / g))),
+              last = static_cast<int>(std::ceil(hi / g));
+    std::vector<std::pair<int, int>> starts(space.size(), {first, last});
+    for (int i = 0; i < space.size(); ++i) {
+      const double at = hint.start[i];
+      if (std::isnan(at)) continue;  // a copy the best does not run: free within the window
+      const int t = Grains(at, g);
+      if (at < lo) starts[i] = {t, t};
+      if (at >= hi) starts[i] = {t - 1, t - 1};
+    }
+    CaDiCaL::Solver solver;
+    solver.configure("sat");
+    solver.set("quiet", 1);
+    solver.set("seed", static_cast<int>(seed));
+    Encoding enc(p, Grains(best, g) - 1, g, q, solver);
+    enc.Limit(std::move(starts));
+    const Encoding::Built built = enc.Build(
+        opt.max_literals, [&] { return (opt.stop && opt.stop->load()) || Clock::now() >= end; });
+    int code = built == Encoding::Built::kEmpty ? 20 : 0;
+    if (built == Encoding::Built::kOk) {
+      enc.Phases(hint);
+      Deadline deadline(std::min(end, Clock::now() + std::chrono::microseconds(
+                                                         static_cast<std::int64_t>(step * 1e6))),
+                        opt.stop, &alone);
+      solver.connect_terminator(&deadline);
+      code = solver.solve();
+      solver.disconnect_terminator();
+    }
+    if (code == 20) width = std::min(best, width * 1.1);   // nothing there: look wider
+    if (code == 0) width = std::max(4 * g, width / 1.25);  // too hard or large: narrower
+    if (code != 10) continue;
+    StatusOr<Schedule> s = OrdersOf(p, enc.Decode());
+    if (!s.ok()) continue;
+    StatusOr<SimResult> sim = simulator.Run(*s);
+    Schedule asap = *s;
+    asap.release.clear();
+    if (StatusOr<SimResult> a = simulator.Run(asap);
+        a.ok() && (!sim.ok() || a->objective < sim->objective)) {
+      s = std::move(asap);
+      sim = std::move(a);
+    }
+    if (!sim.ok()) continue;  // the simulator has the last word
+    std::lock_guard<std::mutex> lock(inc.mu);
+    if (sim->objective < inc.objective - 1e-9 * std::max(1.0, inc.objective)) {
+      inc.objective = sim->objective;
+      inc.hint = InForwardOrder(p, *sim);
+      inc.schedule = std::move(*s);
+      inc.sim = std::move(*sim);
+      ++inc.version;
+    }
+  }
+}
+
 // The solvers' neighbourhoods around `best` for `seconds`, one thread each; a
 // better schedule found becomes res's.
 void Neighbourhoods(const Problem& p, double g, std::vector<std::unique_ptr<Racer>>& racers,
@@ -192,9 +276,12 @@ void Neighbourhoods(const Problem& p, double g, std::vector<std::unique_ptr<Race
       t0 + std::chrono::microseconds(static_cast<std::int64_t>(std::max(0.0, seconds) * 1e6));
   std::vector<std::thread> threads;
   for (std::size_t k = 0; k < racers.size(); ++k) {
-    if (racers[k]->built != Encoding::Built::kOk) continue;
-    threads.emplace_back(NeighbourhoodWorker, std::cref(p), g, std::ref(*racers[k]), k,
-                         std::ref(inc), until, opt.stop);
+    if (racers[k]->built == Encoding::Built::kOk) {
+      threads.emplace_back(NeighbourhoodWorker, std::cref(p), g, std::ref(*racers[k]), k,
+                           std::ref(inc), until, opt.stop);
+    } else if (racers[k]->built == Encoding::Built::kTooLarge) {
+      threads.emplace_back(WindowWorker, std::cref(p), g, k, std::ref(inc), until, std::cref(opt));
+    }
   }
   for (std::thread& t : threads) t.join();
   res.neighbourhood_schedules += inc.version;
@@ -333,8 +420,25 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
                 " clauses, t=" + FormatNumber(std::round(seconds() * 100) / 100) + "s)");
       }
     };
+    // Once the first probe below the best is cut short or too large to
+    // encode: neighbourhoods, again (their share of what is left) while they
+    // find better schedules.
+    const auto search_neighbourhoods = [&] {
+      if (!below_best || searched_neighbourhoods || !opt.hint || opt.neighbourhood_share <= 0) {
+        return;
+      }
+      searched_neighbourhoods = true;
+      for (int found = -1; found < res.neighbourhood_schedules && !(opt.stop && opt.stop->load()) &&
+                           seconds() < opt.time_limit_s;) {
+        found = res.neighbourhood_schedules;
+        Neighbourhoods(p, g, racers, res.sim ? *res.sim : *hint,
+                       opt.neighbourhood_share * (opt.time_limit_s - seconds()), opt, res);
+      }
+      if (res.schedule) session.best = res.best;
+    };
     if (a.built == Encoding::Built::kTooLarge) {
       log("too large to encode");
+      search_neighbourhoods();
       break;
     }
     if (a.built == Encoding::Built::kCut) {
@@ -344,17 +448,7 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     if (code[w] == 0) {
       log("cut short");
       ceiling = target;  // a lower target is more constrained: perhaps quicker to decide
-      if (below_best && !searched_neighbourhoods && opt.hint && opt.neighbourhood_share > 0) {
-        searched_neighbourhoods = true;
-        // Again (its share of what is left) while it finds better schedules.
-        for (int found = -1; found < res.neighbourhood_schedules &&
-                             !(opt.stop && opt.stop->load()) && seconds() < opt.time_limit_s;) {
-          found = res.neighbourhood_schedules;
-          Neighbourhoods(p, g, racers, res.sim ? *res.sim : *hint,
-                         opt.neighbourhood_share * (opt.time_limit_s - seconds()), opt, res);
-        }
-        if (res.schedule) session.best = res.best;
-      }
+      search_neighbourhoods();
       continue;
     }
     if (code[w] == 20) {

@@ -26,7 +26,8 @@
 // raises the bound to T + g, and the two meeting prove the incumbent optimal.
 // A probe gets half of the time left (the last one all of it); one cut short
 // proves nothing and sends the next probes below it. Where the first probe
-// below the best is cut short, a large neighbourhood search may follow
+// below the best is cut short (or too large to encode), a large
+// neighbourhood search may follow
 // (Shaw, CP 1998; neighbourhood_share): each solver asks again for a
 // schedule a grain better, assuming the best's lane orders and offload
 // choices except for the ops it starts within a random time window, whose
@@ -34,6 +35,11 @@
 // short, again while it finds better schedules (fz8x16v2-L5, 8x16 with two
 // chunks and room for 5: auto's 128 -> 124 within milp's 60 s, where the
 // probes on the whole problem found nothing); its windows prove nothing.
+// Where the whole problem is too large to encode, the neighbourhoods encode
+// only their windows, each on a fresh solver: the best's ops that start
+// before the window keep their times, those after it start a grain earlier,
+// those within it start anywhere in it (unit 8x32 with two chunks, room 5,
+// a slow link: auto's 217 -> 214 in 60 s, where auto itself reaches 216).
 // Racing solvers
 // (`solvers`, one thread each) are encoded once, at the first probe's
 // horizon, within the time limit (checked op by op; the first probe's share
