@@ -112,6 +112,17 @@ struct Incumbent {
   std::optional<Schedule> schedule;
   std::optional<SimResult> sim;
   int version = 0;  // schedules found so far
+
+  // Takes s, simulated as `run`, where it beats the best.
+  void Offer(const Problem& p, Schedule&& s, SimResult&& run) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (run.objective >= objective - 1e-9 * std::max(1.0, objective)) return;
+    objective = run.objective;
+    hint = InForwardOrder(p, run);
+    schedule = std::move(s);
+    sim = std::move(run);
+    ++version;
+  }
 };
 
 // One solver's neighbourhoods until `end`: "a schedule a grain better than
@@ -167,15 +178,7 @@ void NeighbourhoodWorker(const Problem& p, double g, Racer& r, std::uint64_t see
     if (code != 10) continue;
     StatusOr<Schedule> s = OrdersOf(p, r.enc.Decode());
     StatusOr<SimResult> sim = s.ok() ? simulator.Run(*s) : StatusOr<SimResult>(s.status());
-    if (!sim.ok()) continue;  // the simulator has the last word
-    std::lock_guard<std::mutex> lock(inc.mu);
-    if (sim->objective < inc.objective - 1e-9 * std::max(1.0, inc.objective)) {
-      inc.objective = sim->objective;
-      inc.hint = InForwardOrder(p, *sim);
-      inc.schedule = std::move(*s);
-      inc.sim = std::move(*sim);
-      ++inc.version;
-    }
+    if (sim.ok()) inc.Offer(p, std::move(*s), std::move(*sim));  // the simulator has the last word
   }
 }
 
@@ -251,15 +254,7 @@ void WindowWorker(const Problem& p, double g, std::uint64_t seed, Incumbent& inc
       s = std::move(asap);
       sim = std::move(a);
     }
-    if (!sim.ok()) continue;  // the simulator has the last word
-    std::lock_guard<std::mutex> lock(inc.mu);
-    if (sim->objective < inc.objective - 1e-9 * std::max(1.0, inc.objective)) {
-      inc.objective = sim->objective;
-      inc.hint = InForwardOrder(p, *sim);
-      inc.schedule = std::move(*s);
-      inc.sim = std::move(*sim);
-      ++inc.version;
-    }
+    if (sim.ok()) inc.Offer(p, std::move(*s), std::move(*sim));  // the simulator has the last word
   }
 }
 
