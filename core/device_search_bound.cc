@@ -192,7 +192,71 @@ class Search {
     }
     lb = std::max(lb, c0 + work + (!r_.split && last_b < kInf ? last_b : 0.0));
     if (last_r < kInf) lb = std::max(lb, std::max(s.lf, s.t) + copies + last_r);
-    return lb;
+    return std::max(lb, MemoryTimeBound(s, copies, last_r));
+  }
+
+  // From s.t on the device holds at most its room at a time, until its last
+  // B ends (with a fused backward, at least the least tail before the end).
+  // Each forward still to run holds from its start at least a over f + gap +
+  // b kept (and what W frees over w), or, offloaded, its offloadable part only
+  // over f + 2t + b, for 2t of the link, which runs one copy at a time after
+  // the copies owed; the activations placed hold at least what is left of
+  // theirs. The least makespan over a fractional choice of how many of each
+  // lane's to keep (keeping trades link time for memory-time).
+  double MemoryTimeBound(const State& s, double copies, double last_r) const {
+    if (!(r_.room > 0)) return 0;
+    const int M = r_.M;
+    double held = 0;  // memory-time from s.t on at the least
+    double link = std::max(s.lf, s.t) + copies;
+    // Least tail after the link's last copy (an R), where one is owed: it
+    // then ends the link whatever the forwards still to run choose.
+    double after_r = last_r;
+    double tail = kInf;  // least time after the last B's end (fused)
+    struct Trade {
+      double n, mem, link;  // forwards; memory-time added and link time saved by keeping one
+    };
+    std::vector<Trade> trades;
+    for (std::size_t i = 0; i < r_.lanes.size(); ++i) {
+      const Lane& ln = r_.lanes[i];
+      const LaneState& q = s.l[i];
+      if (q.nB() < M) tail = std::min(tail, ln.qB[0]);
+      const double life = ln.f + ln.gap + ln.b;
+      const double w_part = r_.split ? (ln.a - ln.freed_b) * ln.w : 0.0;
+      for (int j = q.nBk; j < static_cast<int>(q.kept.size()); ++j) {
+        held += ln.a * std::max(0.0, q.fend[q.kept[j]] + ln.gap + ln.b - s.t);
+      }
+      const int n_off = static_cast<int>(q.offl.size());
+      for (int j = q.nO; j < n_off; ++j) {
+        held += ln.o * (std::max(q.fend[q.offl[j]], s.t) + ln.t - s.t);
+      }
+      held += (n_off - q.nR) * ln.o * (ln.t + ln.b);
+      const int n = M - q.nF;
+      if (n == 0) continue;
+      const double keep = ln.a * life + w_part;
+      const double out = ln.o * (ln.f + 2 * ln.t + ln.b) + (ln.a - ln.o) * life + w_part;
+      if (!ln.offload || out >= keep || ln.t <= 0) {
+        held += n * keep;
+        continue;
+      }
+      held += n * out;
+      link += n * 2 * ln.t;
+      if (last_r < kInf) after_r = std::min(after_r, ln.b + ln.qB[0]);
+      trades.push_back({static_cast<double>(n), keep - out, 2 * ln.t});
+    }
+    if (after_r < kInf) link += after_r;
+    const double end = r_.split || tail == kInf ? 0.0 : tail;
+    double mem = s.t + held / r_.room + end;
+    // Keep the forwards that save the most link time per memory-time first.
+    std::sort(trades.begin(), trades.end(),
+              [](const Trade& x, const Trade& y) { return x.link * y.mem > y.link * x.mem; });
+    for (const Trade& tr : trades) {
+      if (mem >= link) break;
+      const double per = tr.mem / r_.room + tr.link;  // closes the difference per forward kept
+      const double x = std::min(tr.n, (link - mem) / per);
+      mem += x * tr.mem / r_.room;
+      link -= x * tr.link;
+    }
+    return std::max(mem, link);
   }
 
   // Exact (no two states share a key): per lane six counts of at most 24 and
