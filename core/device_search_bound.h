@@ -41,7 +41,14 @@
 // counts). The search places the ops in order of start
 // time, each as early as its lane, its predecessors and memory allow; states
 // whose times are all no earlier than a visited state's with the same counts
-// are pruned. It probes upward from the bound of the empty state: a probe at
+// are pruned, and so are those whose memory-time cannot fit: from the last
+// start on the device holds at most its room at a time, each forward still to
+// run holds at least its kept life (or offloaded, its offloadable part over
+// f + 2t + b, for 2t of the link after the copies owed), each activation
+// placed what is left of its own, which keeping or offloading trades for
+// link time (a fractional choice; fz8x16v1-L2, 8x16 with room for two
+// activations: 73 -> 78 at 2M nodes a device, where 100M nodes gave 76).
+// It probes upward from the bound of the empty state: a probe at
 // T looks only for completions ending before T (it proves T when it finds
 // none, the least makespan when it finds some). With a time grain g
 // (TimeGrain) the targets are multiples of g and a node is pruned when its

@@ -114,6 +114,27 @@ TEST(DeviceSearchBound, RoomForOneActivationByHand) {
   EXPECT_NEAR(sb.device_value[1], 1 + 6, 1e-9);  // device 1 alone: its head and its work
 }
 
+// By hand: two devices, F 1 and fused B 2, room for one activation on
+// device 0 only, three micro-batches, offloads of 1. Kept, an activation
+// lives from F(0,m)'s start through F(1,m) and B(1,m) to B(0,m)'s end, at
+// least 6; offloaded, it is resident only from F's start to O's end and from
+// R's start to B's end, at least 5. One at a time: at least 15, the optimum
+// (F O for each micro-batch in turn, then R B for each). The root of the
+// search bounds it so already (a budget of one node), where its release
+// times, work and chains alone let the forwards run 2 apart.
+TEST(DeviceSearchBound, MemoryTimeBoundsEveryNode) {
+  const Problem p = testing::MakeProblem(
+      R"("devices": 2, "microbatches": 3, "split_backward": false,
+         "stage_time": {"f": 1, "b": 2, "w": 0}, "offload_time": 1,
+         "memory": {"activation": [1, 0], "limit": [1, 10]})");
+  DeviceSearchOptions one_node;
+  one_node.max_nodes_per_device = 1;
+  const DeviceSearchBound root = ComputeDeviceSearchBound(p, one_node);
+  EXPECT_FALSE(root.finished);
+  EXPECT_NEAR(root.value, 15, 1e-9);
+  EXPECT_NEAR(testing::BruteForceOptimum(p, true), 15, 1e-9);
+}
+
 // By hand: a slow host link throttles the forwards that follow. Device 0
 // holds one activation (device 1, none) and offloads in 3: F(0,1) waits until 4 (for O(0,0),
 // 1-4, or for B(0,0), which ends at 4 after F10 B10), so device 1 cannot
