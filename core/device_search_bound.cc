@@ -196,7 +196,7 @@ class Search {
   }
 
   // From s.t on the device holds at most its room at a time, until its last
-  // B ends (with a fused backward, at least the least tail before the end).
+  // B ends (at least the least tail before the end), or W.
   // Each forward still to run holds from its start at least a over f + gap +
   // b kept (and what W frees over w), or, offloaded, its offloadable part only
   // over f + 2t + b, for 2t of the link, which runs one copy at a time after
@@ -206,7 +206,8 @@ class Search {
   double MemoryTimeBound(const State& s, double copies, double last_r) const {
     if (!(r_.room > 0)) return 0;
     const int M = r_.M;
-    double held = 0;  // memory-time from s.t on at the least
+    double held = 0;    // memory-time from s.t on until B's end, at the least
+    double held_w = 0;  // and after it, until W's end
     double link = std::max(s.lf, s.t) + copies;
     // Least tail after the link's last copy (an R), where one is owed: it
     // then ends the link whatever the forwards still to run choose.
@@ -232,8 +233,9 @@ class Search {
       held += (n_off - q.nR) * ln.o * (ln.t + ln.b);
       const int n = M - q.nF;
       if (n == 0) continue;
-      const double keep = ln.a * life + w_part;
-      const double out = ln.o * (ln.f + 2 * ln.t + ln.b) + (ln.a - ln.o) * life + w_part;
+      held_w += n * w_part;
+      const double keep = ln.a * life;
+      const double out = ln.o * (ln.f + 2 * ln.t + ln.b) + (ln.a - ln.o) * life;
       if (!ln.offload || out >= keep || ln.t <= 0) {
         held += n * keep;
         continue;
@@ -244,8 +246,9 @@ class Search {
       trades.push_back({static_cast<double>(n), keep - out, 2 * ln.t});
     }
     if (after_r < kInf) link += after_r;
-    const double end = r_.split || tail == kInf ? 0.0 : tail;
-    double mem = s.t + held / r_.room + end;
+    // What W frees may be held until the end, the rest only until the
+    // last B's: at least the least tail before the end.
+    double mem = s.t + held / r_.room + std::max(tail == kInf ? 0.0 : tail, held_w / r_.room);
     // Keep the forwards that save the most link time per memory-time first.
     std::sort(trades.begin(), trades.end(),
               [](const Trade& x, const Trade& y) { return x.link * y.mem > y.link * x.mem; });
