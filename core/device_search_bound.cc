@@ -195,14 +195,15 @@ class Search {
     return std::max(lb, MemoryTimeBound(s, copies, last_r));
   }
 
-  // From s.t on the device holds at most its room at a time, until its last
-  // B ends (at least the least tail before the end), or W.
-  // Each forward still to run holds from its start at least a over f + gap +
-  // b kept (and what W frees over w), or, offloaded, its offloadable part only
-  // over f + 2t + b, for 2t of the link, which runs one copy at a time after
-  // the copies owed; the activations placed hold at least what is left of
-  // theirs. The least makespan over a fractional choice of how many of each
-  // lane's to keep (keeping trades link time for memory-time).
+  // From s.t on the device holds at most its room at a time: what W frees
+  // until the end at the latest, the rest until its last B ends, at least the
+  // least tail before the end. Each forward still to run holds from its start
+  // at least a over f + gap + b kept (and what W frees over w), or, offloaded,
+  // its offloadable part only over f + 2t + b, for 2t of the link, which runs
+  // one copy at a time after the copies owed; the activations placed hold at
+  // least what is left of theirs. The least makespan over a fractional choice
+  // of how many of each lane's to keep (keeping trades link time for
+  // memory-time).
   double MemoryTimeBound(const State& s, double copies, double last_r) const {
     if (!(r_.room > 0)) return 0;
     const int M = r_.M;
@@ -212,7 +213,7 @@ class Search {
     // Least tail after the link's last copy (an R), where one is owed: it
     // then ends the link whatever the forwards still to run choose.
     double after_r = last_r;
-    double tail = kInf;  // least time after the last B's end (fused)
+    double tail = kInf;  // least time after the last B's end
     struct Trade {
       double n, mem, link;  // forwards; memory-time added and link time saved by keeping one
     };

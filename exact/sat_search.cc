@@ -184,12 +184,12 @@ void NeighbourhoodWorker(const Problem& p, double g, Racer& r, std::uint64_t see
 
 // Where the whole problem is too large to encode (fine grains, long
 // horizons: O(ops * H) variables), neighbourhoods that encode only what they
-// free, a fresh solver each: "a schedule ending a grain before the best, whose ops that start
-// before [lo, lo + width) keep their times, those that start after it start
-// a grain earlier, and those within it (and the copies of any activation
-// that may go to the host and back within it) start anywhere in it". The
-// window's width grows after a window proves empty and shrinks after one is
-// cut short. A schedule found is replayed as soon as its orders allow where
+// free, a fresh solver each: "a schedule ending a grain before the best,
+// whose ops that start before [lo, lo + width) keep their times, those that
+// start after it start a grain earlier, and those within it (and the copies
+// of any activation that may go to the host and back within it) start
+// anywhere in it". The window's width grows after a window proves empty and
+// shrinks after one is cut short. A schedule found is replayed as soon as its orders allow where
 // that is valid and better (the ops after the window may then move up by
 // more than the grain), else at its times.
 void WindowWorker(const Problem& p, double g, std::uint64_t seed, Incumbent& inc,
