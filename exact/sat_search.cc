@@ -189,13 +189,12 @@ void NeighbourhoodWorker(const Problem& p, double g, Racer& r, std::uint64_t see
 // start after it start a grain earlier, and those within it (and the copies
 // of any activation that may go to the host and back within it) start
 // anywhere in it". The window's width grows after a window proves empty and
-// shrinks after one is cut short. A schedule found is replayed as soon as its orders allow where
-// that is valid and better (the ops after the window may then move up by
-// more than the grain), else at its times.
+// shrinks after one is cut short. A schedule found is replayed as soon as its
+// orders allow where that is valid and better (the ops after the window may
+// then move up by more than the grain), else at its times.
 void WindowWorker(const Problem& p, double g, std::uint64_t seed, Incumbent& inc,
                   Clock::time_point end, const SatSearchOptions& opt) {
   const OpSpace space = p.op_space();
-  const double q = p.memory_limit ? MemoryGrain(p) : 1.0;
   Simulator simulator(p);
   std::mt19937_64 rng(seed);
   const std::atomic<bool> alone{false};
@@ -223,28 +222,23 @@ void WindowWorker(const Problem& p, double g, std::uint64_t seed, Incumbent& inc
       if (at < lo) starts[i] = {t, t};
       if (at >= hi) starts[i] = {t - 1, t - 1};
     }
-    CaDiCaL::Solver solver;
-    solver.configure("sat");
-    solver.set("quiet", 1);
-    solver.set("seed", static_cast<int>(seed));
-    Encoding enc(p, Grains(best, g) - 1, g, q, solver);
-    enc.Limit(std::move(starts));
-    const Encoding::Built built = enc.Build(
-        opt.max_literals, [&] { return (opt.stop && opt.stop->load()) || Clock::now() >= end; });
-    int code = built == Encoding::Built::kEmpty ? 20 : 0;
-    if (built == Encoding::Built::kOk) {
-      enc.Phases(hint);
+    Racer r(p, Grains(best, g) - 1);
+    r.enc.Limit(std::move(starts));
+    r.Build(static_cast<int>(seed), opt, end);
+    int code = r.built == Encoding::Built::kEmpty ? 20 : 0;
+    if (r.built == Encoding::Built::kOk) {
+      r.enc.Phases(hint);
       Deadline deadline(std::min(end, Clock::now() + std::chrono::microseconds(
                                                          static_cast<std::int64_t>(step * 1e6))),
                         opt.stop, &alone);
-      solver.connect_terminator(&deadline);
-      code = solver.solve();
-      solver.disconnect_terminator();
+      r.solver.connect_terminator(&deadline);
+      code = r.solver.solve();
+      r.solver.disconnect_terminator();
     }
     if (code == 20) width = std::min(best, width * 1.1);   // nothing there: look wider
     if (code == 0) width = std::max(4 * g, width / 1.25);  // too hard or large: narrower
     if (code != 10) continue;
-    StatusOr<Schedule> s = OrdersOf(p, enc.Decode());
+    StatusOr<Schedule> s = OrdersOf(p, r.enc.Decode());
     if (!s.ok()) continue;
     StatusOr<SimResult> sim = simulator.Run(*s);
     Schedule asap = *s;

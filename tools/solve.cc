@@ -37,9 +37,10 @@ constexpr double kHeuristicShare = 0.5;
 constexpr double kPolishLiteralsPerSecond = 1e7;
 
 // auto, telling its story through `log`: what every seed scored, which won,
-// what tuning and search added (and in `proven`, what the polish proved). With a SatSession, on a
-// time grid (and on the clock, where a probe is small enough to encode in time), the heuristics get
-// half of the time and the SAT probes below their schedule the rest, its
+// what tuning and search added (and in `proven`, what the polish proved).
+// With a SatSession, on a time grid (and on the clock, where a probe is small
+// enough to encode in time), the heuristics get half of the time and the SAT
+// probes below their schedule the rest, its
 // neighbourhoods where the whole problem is too hard (exact/sat_search.h): an
 // exact solver as a large neighbourhood search, which proves nothing here
 // but finds what moves of single ops do not (unit costs, 8x16, a slow link
