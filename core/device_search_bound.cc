@@ -1,6 +1,7 @@
 #include "core/device_search_bound.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -28,13 +29,20 @@ struct Lane {
   // k-th B of that lane at least db after the k-th of this lane ends (the
   // stages between run on other devices).
   double df = 0, db = 0;
+  int dev = 0, link = 0;  // the relaxation's device and host link running it
 };
 
-// One device: its stages in pipeline order, sharing compute, link and room.
+constexpr int kMaxGroup = 2;  // devices searched together
+
+// One device, or a few searched together: their stages in pipeline order, each
+// device with its compute and room, each host link among them with its copies.
 struct Relaxed {
   int M = 0;
   bool split = true;
-  double room = kInf;
+  int devices = 1, links = 1;
+  std::array<double, kMaxGroup> room{};
+  std::array<int, kMaxGroup> link_of{};                // each device's host link
+  std::array<double, kMaxGroup> a_min{}, slots{};      // least activation; whole ones room holds
   int max_offloads = std::numeric_limits<int>::max();  // over all lanes
   double grain = 0;  // TimeGrain(p): the problem's least makespan is a multiple of it
   std::vector<Lane> lanes;
@@ -55,8 +63,9 @@ struct LaneState {
 
 struct State {
   std::vector<LaneState> l;
-  double t = 0, cf = 0, lf = 0;  // last start, compute and link free
-  double obj = 0;                // least makespan of what is placed
+  double t = 0;                              // last start
+  std::array<double, kMaxGroup> cf{}, lf{};  // each device's compute and link free
+  double obj = 0;                            // least makespan of what is placed
 };
 
 class Search {
@@ -81,10 +90,10 @@ class Search {
   // as far without a grain), never above a completion found (each probe may
   // take half of the nodes left). With a grain g every target is a multiple
   // of it: "none before k g" proves k g for the problem (see Up).
-  double Run() {
+  double Run(double known = 0) {
     const State root_state = Root();
     const double root = NodeBound(root_state);
-    double lo = root;
+    double lo = std::max(root, known);  // proven
     const double g = r_.grain;
     double step = std::max({1e-2 * lo, 1e3 * tol_, g});
     double found = kInf;  // the least completion any probe found
@@ -129,12 +138,13 @@ class Search {
     s.l.resize(r_.lanes.size());
     return s;
   }
-  // Memory resident at x >= s.t: every allocation has started by then.
-  double Used(const State& s, double x) const {
+  // Memory resident on device d at x >= s.t: every allocation has started by then.
+  double Used(const State& s, int d, double x) const {
     double used = 0;
     for (std::size_t i = 0; i < r_.lanes.size(); ++i) {
       const Lane& ln = r_.lanes[i];
       const LaneState& q = s.l[i];
+      if (ln.dev != d) continue;
       used += q.nF * ln.a + q.nR * ln.o;
       for (int j = 0; j < q.nO; ++j) used -= q.oend[j] <= x ? ln.o : 0.0;
       for (int j = 0; j < q.nB(); ++j) used -= q.bend[j] <= x ? ln.freed_b : 0.0;
@@ -144,17 +154,19 @@ class Search {
   }
   // The earliest start >= x at which `amount` more fits; what is resident
   // only falls after s.t, so the first time it fits it fits for good.
-  double Fits(const State& s, double x, double amount) const {
-    if (Used(s, x) + amount <= r_.room + tol_) return x;
+  double Fits(const State& s, int d, double x, double amount) const {
+    if (Used(s, d, x) + amount <= r_.room[d] + tol_) return x;
     std::vector<double> times;
-    for (const LaneState& q : s.l) {
+    for (std::size_t i = 0; i < r_.lanes.size(); ++i) {
+      const LaneState& q = s.l[i];
+      if (r_.lanes[i].dev != d) continue;
       times.insert(times.end(), q.oend.begin(), q.oend.end());
       times.insert(times.end(), q.bend.begin(), q.bend.end());
       times.insert(times.end(), q.wend.begin(), q.wend.end());
     }
     std::sort(times.begin(), times.end());
     for (double y : times) {
-      if (y > x && Used(s, y) + amount <= r_.room + tol_) return y;
+      if (y > x && Used(s, d, y) + amount <= r_.room[d] + tol_) return y;
     }
     return kInf;
   }
@@ -169,30 +181,51 @@ class Search {
   // The least makespan of any completion of s (never above the true one).
   double NodeBound(const State& s) const {
     const int M = r_.M;
-    const double c0 = std::max(s.cf, s.t);
     double lb = s.obj;
-    double work = 0, copies = 0;
-    double last_b = kInf, last_r = kInf;  // least tail after a lane's last B / R still to run
+    // Per device: compute still to run, least tail after a lane's last B, and
+    // the copies its offloaded activations still owe, with the least tail
+    // after a lane's last R; per link, the copies it still carries.
+    std::array<double, kMaxGroup> work{}, copies{}, link_copies{};
+    std::array<double, kMaxGroup> last_b, last_r, link_last_r;
+    last_b.fill(kInf);
+    last_r.fill(kInf);
+    link_last_r.fill(kInf);
     for (std::size_t i = 0; i < r_.lanes.size(); ++i) {
       const Lane& ln = r_.lanes[i];
       const LaneState& q = s.l[i];
-      work += (M - q.nF) * ln.f + (M - q.nB()) * ln.b + (M - q.nW) * ln.w;
-      if (q.nB() < M) last_b = std::min(last_b, ln.qB[0]);
+      const int d = ln.dev;
+      const double c0 = std::max(s.cf[d], s.t);
+      work[d] += (M - q.nF) * ln.f + (M - q.nB()) * ln.b + (M - q.nW) * ln.w;
+      if (q.nB() < M) last_b[d] = std::min(last_b[d], ln.qB[0]);
       // The forwards still to run, one after another from their releases.
       double x = c0;
       for (int k = q.nF; k < M; ++k) x = std::max(x, ln.rF[k]) + ln.f;
       if (q.nF < M) lb = std::max(lb, x + ln.gap + ln.b + ln.qB[0]);
       // The copies still owed by the offloaded activations.
       const int n_off = static_cast<int>(q.offl.size());
-      copies += (n_off - q.nO + n_off - q.nR) * ln.t;
-      if (q.nR < n_off) last_r = std::min(last_r, ln.b + ln.qB[0]);
+      const double owed = (n_off - q.nO + n_off - q.nR) * ln.t;
+      copies[d] += owed;
+      link_copies[ln.link] += owed;
+      if (q.nR < n_off) {
+        last_r[d] = std::min(last_r[d], ln.b + ln.qB[0]);
+        link_last_r[ln.link] = std::min(link_last_r[ln.link], ln.b + ln.qB[0]);
+      }
       // Every placed activation still waiting for its B.
       for (int j = q.nBk; j < static_cast<int>(q.kept.size()); ++j)
         lb = std::max(lb, q.fend[q.kept[j]] + ln.gap + ln.b + ln.qB[0]);
     }
-    lb = std::max(lb, c0 + work + (!r_.split && last_b < kInf ? last_b : 0.0));
-    if (last_r < kInf) lb = std::max(lb, std::max(s.lf, s.t) + copies + last_r);
-    return std::max(lb, MemoryTimeBound(s, copies, last_r));
+    for (int d = 0; d < r_.devices; ++d) {
+      const double tail = !r_.split && last_b[d] < kInf ? last_b[d] : 0.0;
+      lb = std::max({lb, std::max(s.cf[d], s.t) + work[d] + tail,
+                     MemoryTimeBound(s, d, copies[d], last_r[d])});
+      if (r_.slots[d] * r_.a_min[d] < r_.room[d] - tol_)
+        lb = std::max(lb, MemoryTimeBound(s, d, copies[d], last_r[d], true));
+    }
+    for (int l = 0; l < r_.links; ++l) {
+      if (link_last_r[l] < kInf)
+        lb = std::max(lb, std::max(s.lf[l], s.t) + link_copies[l] + link_last_r[l]);
+    }
+    return lb;
   }
 
   // From s.t on the device holds at most its room at a time: what W frees
@@ -204,12 +237,20 @@ class Search {
   // least what is left of theirs. The least makespan over a fractional choice
   // of how many of each lane's to keep (keeping trades link time for
   // memory-time).
-  double MemoryTimeBound(const State& s, double copies, double last_r) const {
-    if (!(r_.room > 0)) return 0;
+  // For device d, with only its own copies on its link. Counting `whole`
+  // activations instead: at most `slots` of them resident at a time (room over
+  // the least activation, rounded down), each from its forward's start to its
+  // offload's end and from its reload's start to its backward's end (what
+  // stays on the device between, and after B until W, not counted). Stronger
+  // where the room holds a fraction more than a whole number of activations.
+  double MemoryTimeBound(const State& s, int d, double copies, double last_r,
+                         bool whole = false) const {
+    const double room = whole ? r_.slots[d] : r_.room[d];
+    if (!(room > 0)) return 0;
     const int M = r_.M;
     double held = 0;    // memory-time from s.t on until B's end, at the least
     double held_w = 0;  // and after it, until W's end
-    double link = std::max(s.lf, s.t) + copies;
+    double link = std::max(s.lf[r_.link_of[d]], s.t) + copies;
     // Least tail after the link's last copy (an R), where one is owed: it
     // then ends the link whatever the forwards still to run choose.
     double after_r = last_r;
@@ -221,22 +262,25 @@ class Search {
     for (std::size_t i = 0; i < r_.lanes.size(); ++i) {
       const Lane& ln = r_.lanes[i];
       const LaneState& q = s.l[i];
+      if (ln.dev != d) continue;
       if (q.nB() < M) tail = std::min(tail, ln.qB[0]);
+      const double a = whole ? 1.0 : ln.a, o = whole ? 1.0 : ln.o,
+                   stays = whole ? 0.0 : ln.a - ln.o;
       const double life = ln.f + ln.gap + ln.b;
-      const double w_part = r_.split ? (ln.a - ln.freed_b) * ln.w : 0.0;
+      const double w_part = r_.split && !whole ? (ln.a - ln.freed_b) * ln.w : 0.0;
       for (int j = q.nBk; j < static_cast<int>(q.kept.size()); ++j) {
-        held += ln.a * std::max(0.0, q.fend[q.kept[j]] + ln.gap + ln.b - s.t);
+        held += a * std::max(0.0, q.fend[q.kept[j]] + ln.gap + ln.b - s.t);
       }
       const int n_off = static_cast<int>(q.offl.size());
       for (int j = q.nO; j < n_off; ++j) {
-        held += ln.o * (std::max(q.fend[q.offl[j]], s.t) + ln.t - s.t);
+        held += o * (std::max(q.fend[q.offl[j]], s.t) + ln.t - s.t);
       }
-      held += (n_off - q.nR) * ln.o * (ln.t + ln.b);
+      held += (n_off - q.nR) * o * (ln.t + ln.b);
       const int n = M - q.nF;
       if (n == 0) continue;
       held_w += n * w_part;
-      const double keep = ln.a * life;
-      const double out = ln.o * (ln.f + 2 * ln.t + ln.b) + (ln.a - ln.o) * life;
+      const double keep = a * life;
+      const double out = o * (ln.f + 2 * ln.t + ln.b) + stays * life;
       if (!ln.offload || out >= keep || ln.t <= 0) {
         held += n * keep;
         continue;
@@ -249,15 +293,15 @@ class Search {
     if (after_r < kInf) link += after_r;
     // What W frees may be held until the end, the rest only until the
     // last B's: at least the least tail before the end.
-    double mem = s.t + held / r_.room + std::max(tail == kInf ? 0.0 : tail, held_w / r_.room);
+    double mem = s.t + held / room + std::max(tail == kInf ? 0.0 : tail, held_w / room);
     // Keep the forwards that save the most link time per memory-time first.
     std::sort(trades.begin(), trades.end(),
               [](const Trade& x, const Trade& y) { return x.link * y.mem > y.link * x.mem; });
     for (const Trade& tr : trades) {
       if (mem >= link) break;
-      const double per = tr.mem / r_.room + tr.link;  // closes the difference per forward kept
+      const double per = tr.mem / room + tr.link;  // closes the difference per forward kept
       const double x = std::min(tr.n, (link - mem) / per);
-      mem += x * tr.mem / r_.room;
+      mem += x * tr.mem / room;
       link -= x * tr.link;
     }
     return std::max(mem, link);
@@ -280,7 +324,9 @@ class Search {
   // a delay after it: a forward's end (its backward, fend + gap, and the next
   // lane's forward, + df) and a backward's end (the previous lane's, + db).
   std::vector<double> Times(const State& s) const {
-    std::vector<double> v = {s.t, s.obj, std::max(s.cf, s.t), std::max(s.lf, s.t)};
+    std::vector<double> v = {s.t, s.obj};
+    for (int d = 0; d < r_.devices; ++d) v.push_back(std::max(s.cf[d], s.t));
+    for (int l = 0; l < r_.links; ++l) v.push_back(std::max(s.lf[l], s.t));
     for (std::size_t i = 0; i < r_.lanes.size(); ++i) {
       const Lane& ln = r_.lanes[i];
       const LaneState& q = s.l[i];
@@ -325,17 +371,17 @@ class Search {
   std::vector<Move> Moves(const State& s) const {
     const int M = r_.M, V = static_cast<int>(r_.lanes.size());
     std::vector<Move> out;
-    const double c0 = std::max(s.t, s.cf), l0 = std::max(s.t, s.lf);
     int offloads = 0;
     for (const LaneState& q : s.l) offloads += static_cast<int>(q.offl.size());
     for (int i = 0; i < V; ++i) {
       const Lane& ln = r_.lanes[i];
       const LaneState& q = s.l[i];
+      const double c0 = std::max(s.t, s.cf[ln.dev]), l0 = std::max(s.t, s.lf[ln.link]);
       // The k-th F waits for the previous lane's k-th, the k-th B for the next lane's.
       if (q.nF < M && (i == 0 || s.l[i - 1].nF > q.nF)) {
         double x = std::max(c0, ln.rF[q.nF]);
         if (i > 0) x = std::max(x, s.l[i - 1].fend[q.nF] + ln.df);
-        x = Fits(s, x, ln.a);
+        x = Fits(s, ln.dev, x, ln.a);
         if (x < kInf) {
           out.push_back({Kind::kFKept, i, x});
           if (ln.offload && offloads < r_.max_offloads) out.push_back({Kind::kFOff, i, x});
@@ -344,7 +390,7 @@ class Search {
       const int n_off = static_cast<int>(q.offl.size());
       if (q.nO < n_off) out.push_back({Kind::kO, i, std::max(l0, q.fend[q.offl[q.nO]])});
       if (q.nR < q.nO) {
-        const double x = Fits(s, std::max(l0, q.oend[q.nR]), ln.o);
+        const double x = Fits(s, ln.dev, std::max(l0, q.oend[q.nR]), ln.o);
         if (x < kInf) out.push_back({Kind::kR, i, x});
       }
       const int k = q.nB();
@@ -380,21 +426,21 @@ class Search {
         q.off.push_back(off);
         q.fend.push_back(end);
         (off ? q.offl : q.kept).push_back(k);
-        n.cf = end;
+        n.cf[ln.dev] = end;
         n.obj = std::max(n.obj, end + std::max(ln.gap, off ? 2 * ln.t : 0.0) + tail0);
         break;
       }
       case Kind::kO:
         q.oend.push_back(mv.start + ln.t);
         ++q.nO;
-        n.lf = mv.start + ln.t;
-        n.obj = std::max(n.obj, n.lf + ln.t + tail0);
+        n.lf[ln.link] = mv.start + ln.t;
+        n.obj = std::max(n.obj, mv.start + 2 * ln.t + tail0);
         break;
       case Kind::kR:
         q.rend.push_back(mv.start + ln.t);
         ++q.nR;
-        n.lf = mv.start + ln.t;
-        n.obj = std::max(n.obj, n.lf + tail0);
+        n.lf[ln.link] = mv.start + ln.t;
+        n.obj = std::max(n.obj, mv.start + ln.t + tail0);
         break;
       case Kind::kBKept:
       case Kind::kBOff: {
@@ -402,14 +448,14 @@ class Search {
         n.obj = std::max(n.obj, end + ln.qB[r_.M - 1 - q.nB()]);
         q.bend.push_back(end);
         ++(mv.kind == Kind::kBKept ? q.nBk : q.nBo);
-        n.cf = end;
+        n.cf[ln.dev] = end;
         break;
       }
       case Kind::kW:
         q.wend.push_back(mv.start + ln.w);
         ++q.nW;
-        n.cf = mv.start + ln.w;
-        n.obj = std::max(n.obj, n.cf);
+        n.cf[ln.dev] = mv.start + ln.w;
+        n.obj = std::max(n.obj, mv.start + ln.w);
         break;
     }
     return n;
@@ -562,16 +608,32 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(std::max(0.0, opt.time_limit_s)));
-  const auto relaxed = [&](int d) {
+  // The relaxation of a group of devices (at most kMaxGroup).
+  const auto relaxed = [&](const std::vector<int>& group) {
     Relaxed r;
     r.M = M;
     r.grain = TimeGrain(p);
     r.split = p.split_backward;
-    if (p.memory_limit) r.room = (*p.memory_limit)[d] - p.static_memory[d];
-    int prev = -1;  // the device's previous stage
+    r.devices = static_cast<int>(group.size());
+    r.links = 0;
+    for (int i = 0; i < r.devices; ++i) {
+      const int d = group[i];
+      r.room[i] = p.memory_limit ? (*p.memory_limit)[d] - p.static_memory[d] : kInf;
+      r.link_of[i] = r.links;
+      for (int j = 0; j < i; ++j) {
+        if (link_of[group[j]] == link_of[d]) r.link_of[i] = r.link_of[j];
+      }
+      if (r.link_of[i] == r.links) ++r.links;
+    }
+    int prev = -1;  // the group's previous stage
     for (int s = 0; s < S; ++s) {
-      if (p.stage_device[s] != d) continue;
+      const auto it = std::find(group.begin(), group.end(), p.stage_device[s]);
+      if (it == group.end()) continue;
       Lane ln;
+      ln.dev = static_cast<int>(it - group.begin());
+      ln.link = r.link_of[ln.dev];
+      r.a_min[ln.dev] =
+          r.a_min[ln.dev] > 0 ? std::min(r.a_min[ln.dev], p.activation[s]) : p.activation[s];
       ln.f = p.f[s];
       ln.b = bdur(s);
       ln.w = r.split ? p.w[s] : 0.0;
@@ -595,19 +657,23 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
       r.lanes.push_back(std::move(ln));
       prev = s;
     }
+    for (int i = 0; i < r.devices; ++i) {
+      r.slots[i] =
+          r.a_min[i] > 0 && r.room[i] < kInf ? std::floor(r.room[i] / r.a_min[i] + 1e-9) : kInf;
+    }
     return r;
   };
   // The relaxation's least makespan (a bound on it when cut short).
-  const auto solve = [&](const Relaxed& r) {
-    Search search(r, opt.max_nodes_per_device, deadline);
-    const double v = search.Run();
+  const auto solve = [&](const Relaxed& r, double known = 0, bool* finished = nullptr) {
+    Search search(r, finished ? opt.max_nodes_per_pair : opt.max_nodes_per_device, deadline);
+    const double v = search.Run(known);
     out.nodes += search.nodes();
-    out.finished = out.finished && search.finished();
+    (finished ? *finished : out.finished) &= search.finished();
     return v;
   };
   std::vector<Relaxed> devices(D);
   for (int d = 0; d < D; ++d) {
-    const Relaxed& r = devices[d] = relaxed(d);
+    const Relaxed& r = devices[d] = relaxed({d});
     if (r.lanes.empty()) continue;
     const double v = solve(r);
     if (v < kInf) out.device_value[d] = v;
@@ -665,6 +731,39 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
     }
     out.link_value[l] = T;
     out.value = std::max(out.value, T);
+  }
+  // Pairs of devices searched together (see the header): those running
+  // consecutive stages and those sharing a host link, the most promising
+  // (the higher value either proves alone) first.
+  if (opt.max_nodes_per_pair > 0) {
+    std::vector<DevicePairValue> pairs;
+    const auto add = [&](int d, int e) {
+      if (d == e) return;
+      if (d > e) std::swap(d, e);
+      for (const DevicePairValue& q : pairs) {
+        if (q.devices == std::array<int, 2>{d, e}) return;
+      }
+      double known = std::max(out.device_value[d], out.device_value[e]);
+      const int l = link_of[d];  // a link budget of these two alone bounds them too
+      if (l == link_of[e] && p.host_links[l].size() == 2)
+        known = std::max(known, out.link_value[l]);
+      pairs.push_back({{d, e}, known, true});
+    };
+    for (int s = 0; s + 1 < S; ++s) add(p.stage_device[s], p.stage_device[s + 1]);
+    for (const std::vector<int>& group : p.host_links) {
+      for (std::size_t i = 0; i < group.size(); ++i) {
+        for (std::size_t j = i + 1; j < group.size(); ++j) add(group[i], group[j]);
+      }
+    }
+    std::stable_sort(
+        pairs.begin(), pairs.end(),
+        [](const DevicePairValue& x, const DevicePairValue& y) { return x.value > y.value; });
+    for (DevicePairValue& q : pairs) {
+      const double v = solve(relaxed({q.devices[0], q.devices[1]}), q.value, &q.finished);
+      if (v < kInf) q.value = std::max(q.value, v);
+      out.value = std::max(out.value, q.value);
+    }
+    out.pair_value = std::move(pairs);
   }
   return out;
 }

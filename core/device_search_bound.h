@@ -48,6 +48,10 @@
 // placed what is left of its own, which keeping or offloading trades for
 // link time (a fractional choice; fz8x16v1-L2, 8x16 with room for two
 // activations: 73 -> 78 at 2M nodes a device, where 100M nodes gave 76).
+// Where the room holds a fraction more than a whole number n of activations,
+// the same count in whole activations, at most n resident at a time, each
+// from its forward's start to its offload's end and from its reload's start
+// to its backward's end (r48-6s, room for 1.6: 305k -> 22k nodes).
 // It probes upward from the bound of the empty state: a probe at
 // T looks only for completions ending before T (it proves T when it finds
 // none, the least makespan when it finds some). With a time grain g
@@ -73,10 +77,22 @@
 // (r48-6s: 47.44 -> 48.21, each device of its link needing nearly every
 // activation on the host).
 //
+// Last, pairs of devices, those running consecutive stages and those sharing
+// a host link, are searched together, most promising first: the same
+// relaxation over both devices' stages, each device with its compute and
+// room, their host link (or each its own) carrying their copies one at a
+// time. It sees what neither device sees alone: when the downstream device's
+// forwards arrive, given the upstream device's room and link, and how two
+// devices' round trips share a link (r48-6s 48.21 -> 50.3 at 5M nodes,
+// 51.01 at 40M; hetoff-5f 52.87 -> 53.45, its optimum; the 2x2 offload
+// problem of the tests, its brute-force optimum). A pair starts from what its
+// devices (and a link of theirs alone) proved.
+//
 //   DeviceSearchOptions opt;
 //   double lb = ComputeDeviceSearchBound(problem, opt).value;  // 0 if nothing applies
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -91,14 +107,24 @@ struct DeviceSearchOptions {
   // least node bound it left unexplored (weaker than the finished search's).
   std::int64_t max_nodes_per_device = 1'000'000;
   double time_limit_s = 2.0;
+  // Search nodes per pair of devices searched together (0: none); the pairs
+  // run after every device, in the time the devices left.
+  std::int64_t max_nodes_per_pair = 1'000'000;
+};
+
+struct DevicePairValue {
+  std::array<int, 2> devices;  // d < e
+  double value = 0;            // their relaxation's optimum (or a bound on it)
+  bool finished = false;       // the search ran to its end
 };
 
 struct DeviceSearchBound {
-  double value = 0;                  // max over devices of device_value
-  std::vector<double> device_value;  // [D] the relaxation's optimum (or a bound on it)
-  std::vector<double> link_value;    // [host links] the link budget's bound (0: none)
-  std::int64_t nodes = 0;            // search nodes over all devices
-  bool finished = true;              // every search ran to its end (else the budget bound it)
+  double value = 0;                         // max over devices of device_value
+  std::vector<double> device_value;         // [D] the relaxation's optimum (or a bound on it)
+  std::vector<double> link_value;           // [host links] the link budget's bound (0: none)
+  std::vector<DevicePairValue> pair_value;  // the pairs searched, most promising first
+  std::int64_t nodes = 0;                   // search nodes over all devices
+  bool finished = true;  // every device's search ran to its end (else the budget bound it)
 };
 
 // Makespan objective under a memory limit, at most 24 micro-batches (0 where

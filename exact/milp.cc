@@ -94,8 +94,8 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
   // The core bounds: ComputeLowerBound, and each device alone solved exactly.
   double core_bound = AtGrain(p, std::max(ComputeLowerBound(p).value, opt.known_bound));
   if (opt.device_search_nodes > 0) {
-    const DeviceSearchBound search =
-        ComputeDeviceSearchBound(p, {opt.device_search_nodes, opt.time_limit_s / 4});
+    const DeviceSearchBound search = ComputeDeviceSearchBound(
+        p, {opt.device_search_nodes, opt.time_limit_s / 4, opt.device_search_nodes});
     core_bound = AtGrain(p, std::max(core_bound, search.value));
     log("device search bound " + FormatNumber(search.value) + " (" + std::to_string(search.nodes) +
         " nodes" + (search.finished ? "" : ", cut short") + "), core bound " +

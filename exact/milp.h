@@ -64,9 +64,9 @@ struct MilpOptions {
   // is solved (or found empty) the search goes on in the model without that
   // order, whose optimum and bounds hold for the problem.
   bool fix_microbatch_order = true;
-  // Node budget per device of DeviceSearchBound (core/device_search_bound.h),
-  // whose bound joins ComputeLowerBound's: reported, and a cut on the
-  // objective. It gets at most a quarter of time_limit_s; 0: not run.
+  // Node budget per device, and per pair of devices searched together, of
+  // DeviceSearchBound (core/device_search_bound.h), whose bound joins ComputeLowerBound's:
+  // reported, and a cut on the objective. It gets at most a quarter of time_limit_s; 0: not run.
   std::int64_t device_search_nodes = 1'000'000;
   // Node budget of SearchOrders (exact/order_search.h), run before lp_solve
   // where it applies (no offload; see OrderSearchApplies): its bound joins the core

@@ -42,14 +42,15 @@ Command AddBound(CLI::App& app) {
       "cover: under memory.limit only so many fit); one micro-batch's critical path; under\n"
       "memory.limit, the memory-time bound (activations must live from F to B within limit -\n"
       "static, or be offloaded at the price of host-link time); and under memory.limit, each\n"
-      "device alone with its host link solved exactly by a branch-and-bound search (the rest\n"
-      "of the pipeline as release times and tails), and the devices that share a host link\n"
-      "by the round trips each needs to end in time. Without offload, also the order search: a\n"
-      "branch and bound over every device's order below the list scheduler's objective,\n"
-      "which may prove that schedule (or one it finds) optimal. Where every duration and comm\n"
-      "time is a multiple of a grain (1, 0.5, 0.25, ..., 0.001), so is the least makespan:\n"
-      "the bound is raised to the next multiple; with offload (or where the order search\n"
-      "does not apply), also the SAT probes on that grid below the list scheduler's\n"
+      "device alone with its host link solved exactly by a branch-and-bound search (the rest of\n"
+      "the pipeline as release times and tails), the devices that share a host link by the\n"
+      "round trips each needs to end in time, and in the time left pairs of devices\n"
+      "(consecutive stages, or a shared host link) searched together. Without offload, also the\n"
+      "order search: a branch and bound over every device's order below the list scheduler's\n"
+      "objective, which may prove that schedule (or one it finds) optimal. Where every duration\n"
+      "and comm time is a multiple of a grain (1, 0.5, 0.25, ..., 0.001), so is the least\n"
+      "makespan: the bound is raised to the next multiple; with offload (or where the order\n"
+      "search does not apply), also the SAT probes on that grid below the list scheduler's\n"
       "objective (makespan; memory amounts on a grain too). See core/lower_bound.h,\n"
       "core/device_search_bound.h, exact/order_search.h and exact/sat_search.h for the proofs.");
   return {
@@ -65,12 +66,22 @@ Command AddBound(CLI::App& app) {
         const DeviceSearchBound search = ComputeDeviceSearchBound(*p, so);
         double bound = AtGrain(*p, std::max(lb.value, search.value));
         if (search.nodes > 0) {  // it ran (memory limit, makespan)
-          std::string link;      // a link budget above every device's own value
+          std::string link;      // a link budget or a pair above every device alone
           const double own =
               *std::max_element(search.device_value.begin(), search.device_value.end());
+          double from = own;
           for (std::size_t l = 0; l < search.link_value.size(); ++l) {
-            if (search.link_value[l] > own && search.link_value[l] >= search.value)
+            if (search.link_value[l] > from && search.link_value[l] >= search.value) {
               link = ", from the round trips on host link " + std::to_string(l);
+              from = search.link_value[l];
+            }
+          }
+          for (const DevicePairValue& q : search.pair_value) {
+            if (q.value > from && q.value >= search.value) {
+              link = ", from devices " + std::to_string(q.devices[0]) + " and " +
+                     std::to_string(q.devices[1]) + " together";
+              from = q.value;
+            }
           }
           progress("device search bound " + FormatNumber(search.value) + " (" +
                    std::to_string(search.nodes) + " nodes" +

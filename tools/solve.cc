@@ -129,6 +129,7 @@ double CoreBound(const Problem& p, const SolveOptions& opt, bool for_milp = fals
     search.max_nodes_per_device =
         std::max(search.max_nodes_per_device,
                  static_cast<std::int64_t>(1e6 * search.time_limit_s / p.devices));
+    search.max_nodes_per_pair = search.max_nodes_per_device;
   }
   return BestLowerBound(p, search);
 }

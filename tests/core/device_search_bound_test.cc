@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <limits>
 #include <random>
@@ -133,6 +134,44 @@ TEST(DeviceSearchBound, MemoryTimeBoundsEveryNode) {
   EXPECT_FALSE(root.finished);
   EXPECT_NEAR(root.value, 15, 1e-9);
   EXPECT_NEAR(testing::BruteForceOptimum(p, true), 15, 1e-9);
+}
+
+// The same with room for one and a half activations: two never fit at once,
+// which the memory-time of the room alone (1.5 activations at a time) misses;
+// counting whole activations, at most one at a time, the root proves 15.
+TEST(DeviceSearchBound, WholeActivationsBoundEveryNode) {
+  const Problem p = testing::MakeProblem(
+      R"("devices": 2, "microbatches": 3, "split_backward": false,
+         "stage_time": {"f": 1, "b": 2, "w": 0}, "offload_time": 1,
+         "memory": {"activation": [1, 0], "limit": [1.5, 10]})");
+  DeviceSearchOptions one_node;
+  one_node.max_nodes_per_device = 1;
+  one_node.max_nodes_per_pair = 0;
+  const DeviceSearchBound root = ComputeDeviceSearchBound(p, one_node);
+  EXPECT_FALSE(root.finished);
+  EXPECT_NEAR(root.value, 15, 1e-9);
+  EXPECT_NEAR(testing::BruteForceOptimum(p, true), 15, 1e-9);
+}
+
+// Two devices searched together see what neither sees alone: when device 1's
+// forwards can run, given device 0's room and link. On the 2x2 offload
+// problem each device alone (and ComputeLowerBound) stays below the
+// brute-force optimum, 10.55; the pair proves it.
+TEST(DeviceSearchBound, TwoDevicesTogetherProveTheOffloadOptimum) {
+  const Problem p = testing::OffloadTwoByTwo();
+  EXPECT_NEAR(testing::BruteForceOptimum(p, true), 10.55, 1e-9);
+  DeviceSearchOptions alone;
+  alone.max_nodes_per_pair = 0;
+  const DeviceSearchBound single = ComputeDeviceSearchBound(p, alone);
+  EXPECT_TRUE(single.finished);
+  EXPECT_TRUE(single.pair_value.empty());
+  EXPECT_LT(std::max(single.value, ComputeLowerBound(p).value), 10.55 - 0.1);
+  const DeviceSearchBound both = ComputeDeviceSearchBound(p);
+  ASSERT_EQ(both.pair_value.size(), 1u);
+  EXPECT_EQ(both.pair_value[0].devices, (std::array<int, 2>{0, 1}));
+  EXPECT_TRUE(both.pair_value[0].finished);
+  EXPECT_NEAR(both.pair_value[0].value, 10.55, 1e-9);
+  EXPECT_NEAR(both.value, 10.55, 1e-9);
 }
 
 // By hand: a slow host link throttles the forwards that follow. Device 0
