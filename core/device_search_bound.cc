@@ -406,9 +406,46 @@ class Search {
       }
       if (r_.split && q.nW < k) out.push_back({Kind::kW, i, std::max(c0, q.bend[q.nW])});
     }
+    // A move that starts no earlier than another on its compute or link ends,
+    // one that only frees memory (O, B, W), is left out: any completion that
+    // places it first can move that other op forward to its earliest start
+    // (its resource idle until then, memory only lower, every precedence
+    // kept), a completion of the branch that places that op first.
+    std::array<double, 2 * kMaxGroup> frees;
+    frees.fill(kInf);
+    for (const Move& mv : out) {
+      const Lane& ln = r_.lanes[mv.lane];
+      if (mv.kind == Kind::kFKept || mv.kind == Kind::kFOff || mv.kind == Kind::kR) continue;
+      const int res = mv.kind == Kind::kO ? kMaxGroup + ln.link : ln.dev;
+      frees[res] = std::min(frees[res], mv.start + Duration(mv));
+    }
+    std::erase_if(out, [&](const Move& mv) {
+      const Lane& ln = r_.lanes[mv.lane];
+      const bool on_link = mv.kind == Kind::kO || mv.kind == Kind::kR;
+      const double other = frees[on_link ? kMaxGroup + ln.link : ln.dev];
+      return other <= mv.start + tol_ && other < mv.start + Duration(mv) - tol_;
+    });
     std::stable_sort(out.begin(), out.end(),
                      [](const Move& x, const Move& y) { return x.start < y.start; });
     return out;
+  }
+
+  double Duration(const Move& mv) const {
+    const Lane& ln = r_.lanes[mv.lane];
+    switch (mv.kind) {
+      case Kind::kFKept:
+      case Kind::kFOff:
+        return ln.f;
+      case Kind::kO:
+      case Kind::kR:
+        return ln.t;
+      case Kind::kBKept:
+      case Kind::kBOff:
+        return ln.b;
+      case Kind::kW:
+        return ln.w;
+    }
+    return 0;
   }
 
   State Apply(const State& s, const Move& mv) const {
