@@ -121,36 +121,26 @@ TEST(DeviceSearchBound, RoomForOneActivationByHand) {
 // least 6; offloaded, it is resident only from F's start to O's end and from
 // R's start to B's end, at least 5. One at a time: at least 15, the optimum
 // (F O for each micro-batch in turn, then R B for each). The root of the
-// search bounds it so already (a budget of one node), where its release
-// times, work and chains alone let the forwards run 2 apart.
+// search bounds it so already (a budget of one node, no pairs), where its
+// release times, work and chains alone let the forwards run 2 apart. With
+// room for one and a half activations two still never fit at once, which
+// the memory-time of the room alone (1.5 activations at a time) misses; in
+// whole activations, at most one at a time, the root proves 15 again.
 TEST(DeviceSearchBound, MemoryTimeBoundsEveryNode) {
-  const Problem p = testing::MakeProblem(
-      R"("devices": 2, "microbatches": 3, "split_backward": false,
-         "stage_time": {"f": 1, "b": 2, "w": 0}, "offload_time": 1,
-         "memory": {"activation": [1, 0], "limit": [1, 10]})");
-  DeviceSearchOptions one_node;
-  one_node.max_nodes_per_device = 1;
-  const DeviceSearchBound root = ComputeDeviceSearchBound(p, one_node);
-  EXPECT_FALSE(root.finished);
-  EXPECT_NEAR(root.value, 15, 1e-9);
-  EXPECT_NEAR(testing::BruteForceOptimum(p, true), 15, 1e-9);
-}
-
-// The same with room for one and a half activations: two never fit at once,
-// which the memory-time of the room alone (1.5 activations at a time) misses;
-// counting whole activations, at most one at a time, the root proves 15.
-TEST(DeviceSearchBound, WholeActivationsBoundEveryNode) {
-  const Problem p = testing::MakeProblem(
-      R"("devices": 2, "microbatches": 3, "split_backward": false,
-         "stage_time": {"f": 1, "b": 2, "w": 0}, "offload_time": 1,
-         "memory": {"activation": [1, 0], "limit": [1.5, 10]})");
-  DeviceSearchOptions one_node;
-  one_node.max_nodes_per_device = 1;
-  one_node.max_nodes_per_pair = 0;
-  const DeviceSearchBound root = ComputeDeviceSearchBound(p, one_node);
-  EXPECT_FALSE(root.finished);
-  EXPECT_NEAR(root.value, 15, 1e-9);
-  EXPECT_NEAR(testing::BruteForceOptimum(p, true), 15, 1e-9);
+  for (const char* limit : {"1", "1.5"}) {
+    const Problem p = testing::MakeProblem(
+        std::string(R"("devices": 2, "microbatches": 3, "split_backward": false,
+           "stage_time": {"f": 1, "b": 2, "w": 0}, "offload_time": 1,
+           "memory": {"activation": [1, 0], "limit": [)") +
+        limit + ", 10]}");
+    DeviceSearchOptions one_node;
+    one_node.max_nodes_per_device = 1;
+    one_node.max_nodes_per_pair = 0;
+    const DeviceSearchBound root = ComputeDeviceSearchBound(p, one_node);
+    EXPECT_FALSE(root.finished) << limit;
+    EXPECT_NEAR(root.value, 15, 1e-9) << limit;
+    EXPECT_NEAR(testing::BruteForceOptimum(p, true), 15, 1e-9) << limit;
+  }
 }
 
 // Two devices searched together see what neither sees alone: when device 1's
