@@ -83,10 +83,11 @@
 // room, their host link (or each its own) carrying their copies one at a
 // time. It sees what neither device sees alone: when the downstream device's
 // forwards arrive, given the upstream device's room and link, and how two
-// devices' round trips share a link (r48-6s 48.21 -> 50.3 at 5M nodes,
-// 51.01 at 40M; hetoff-5f 52.87 -> 53.45, its optimum; the 2x2 offload
-// problem of the tests, its brute-force optimum). A pair starts from what its
-// devices (and a link of theirs alone) proved. Its memo of visited states
+// devices' round trips share a link (r48-6s 48.21 -> 51.17 at 6M nodes;
+// hetoff-5f 52.87 -> 53.45, its optimum; the 2x2 offload problem of the
+// tests, its brute-force optimum). A pair starts from what its devices (and
+// a link of theirs alone) proved, with a sixteenth of its budget, and runs
+// again with all of it only where it proved more. Its memo of visited states
 // takes up to about 200 MB (8x16 with two stages a device, where a device
 // alone takes 30 MB).
 //

@@ -123,7 +123,7 @@ StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
 // (a search halves its budget probe by probe, so the nodes, not the clock,
 // should end it): fz8x16v1-L2 at --time-limit 300, 74 -> 76; each pair of
 // devices may take the whole of it (they run most promising first, in the
-// time the devices left): r48-6s at --time-limit 60, 49.82 -> 50.3.
+// time the devices left): r48-6s at --time-limit 60, 49.82 -> 51.17.
 double CoreBound(const Problem& p, const SolveOptions& opt, bool for_milp = false) {
   DeviceSearchOptions search;
   search.time_limit_s = 0.1 * opt.time_limit_s;
