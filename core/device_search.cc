@@ -376,15 +376,11 @@ class Search {
     std::array<double, 2 * kMaxGroup> frees;
     frees.fill(kInf);
     for (const Move& mv : out) {
-      const Lane& ln = r_.lanes[mv.lane];
       if (mv.kind == Kind::kFKept || mv.kind == Kind::kFOff || mv.kind == Kind::kR) continue;
-      const int res = mv.kind == Kind::kO ? kMaxGroup + ln.link : ln.dev;
-      frees[res] = std::min(frees[res], mv.start + Duration(mv));
+      frees[Resource(mv)] = std::min(frees[Resource(mv)], mv.start + Duration(mv));
     }
     std::erase_if(out, [&](const Move& mv) {
-      const Lane& ln = r_.lanes[mv.lane];
-      const bool on_link = mv.kind == Kind::kO || mv.kind == Kind::kR;
-      const double other = frees[on_link ? kMaxGroup + ln.link : ln.dev];
+      const double other = frees[Resource(mv)];
       return other <= mv.start + tol_ && other < mv.start + Duration(mv) - tol_;
     });
     std::stable_sort(out.begin(), out.end(),
@@ -392,6 +388,11 @@ class Search {
     return out;
   }
 
+  // Its device's compute (0, 1, ...) or, for a copy, kMaxGroup + its link.
+  int Resource(const Move& mv) const {
+    const Lane& ln = r_.lanes[mv.lane];
+    return mv.kind == Kind::kO || mv.kind == Kind::kR ? kMaxGroup + ln.link : ln.dev;
+  }
   double Duration(const Move& mv) const {
     const Lane& ln = r_.lanes[mv.lane];
     switch (mv.kind) {

@@ -125,6 +125,12 @@ struct Incumbent {
   }
 };
 
+// A neighbourhood step's time: a fiftieth of the search left until `end`,
+// between 0.1 and 1 s.
+double StepSeconds(Clock::time_point end) {
+  return std::clamp(std::chrono::duration<double>(end - Clock::now()).count() / 50, 0.1, 1.0);
+}
+
 // One solver's neighbourhoods until `end`: "a schedule a grain better than
 // the best, keeping its orders and offloads outside [lo, lo + width)".
 void NeighbourhoodWorker(const Problem& p, double g, Racer& r, std::uint64_t seed, Incumbent& inc,
@@ -133,9 +139,7 @@ void NeighbourhoodWorker(const Problem& p, double g, Racer& r, std::uint64_t see
   Simulator simulator(p);
   std::mt19937_64 rng(seed);
   const std::atomic<bool> alone{false};
-  // A step's time: a fiftieth of the search, between 0.1 and 1 s.
-  const double step =
-      std::clamp(std::chrono::duration<double>(end - Clock::now()).count() / 50, 0.1, 1.0);
+  const double step = StepSeconds(end);
   int version = -1, cap = 0;
   double best = 0, width = 0;
   SimResult hint;
@@ -198,8 +202,7 @@ void WindowWorker(const Problem& p, double g, std::uint64_t seed, Incumbent& inc
   Simulator simulator(p);
   std::mt19937_64 rng(seed);
   const std::atomic<bool> alone{false};
-  const double step =
-      std::clamp(std::chrono::duration<double>(end - Clock::now()).count() / 50, 0.1, 1.0);
+  const double step = StepSeconds(end);
   double width = 0;
   while (Clock::now() < end && !(opt.stop && opt.stop->load())) {
     double best;

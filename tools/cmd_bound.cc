@@ -66,26 +66,26 @@ Command AddBound(CLI::App& app) {
         const DeviceSearchBound search = ComputeDeviceSearchBound(*p, so);
         double bound = AtGrain(*p, std::max(lb.value, search.value));
         if (search.nodes > 0) {  // it ran (memory limit, makespan)
-          std::string link;      // a link budget or a pair above every device alone
+          std::string source;    // a link budget or a pair above every device alone
           const double own =
               *std::max_element(search.device_value.begin(), search.device_value.end());
           double from = own;
           for (std::size_t l = 0; l < search.link_value.size(); ++l) {
             if (search.link_value[l] > from && search.link_value[l] >= search.value) {
-              link = ", from the round trips on host link " + std::to_string(l);
+              source = ", from the round trips on host link " + std::to_string(l);
               from = search.link_value[l];
             }
           }
           for (const DevicePairValue& q : search.pair_value) {
             if (q.value > from && q.value >= search.value) {
-              link = ", from devices " + std::to_string(q.devices[0]) + " and " +
-                     std::to_string(q.devices[1]) + " together";
+              source = ", from devices " + std::to_string(q.devices[0]) + " and " +
+                       std::to_string(q.devices[1]) + " together";
               from = q.value;
             }
           }
           progress("device search bound " + FormatNumber(search.value) + " (" +
                    std::to_string(search.nodes) + " nodes" +
-                   (search.finished ? "" : ", cut short") + link + ")");
+                   (search.finished ? "" : ", cut short") + source + ")");
         }
         // The exact searches look below the list scheduler's schedule.
         std::optional<OrderSearchResult> order;
