@@ -62,7 +62,11 @@
 // budget reports the best bound it proved or the least bound of the nodes it
 // left (cost: about 2 us a node; 4x8 problems with one stage a device finish
 // in < 1 s; at 8x24 with offload, and with two stages a device from 4x8 on,
-// the budget binds).
+// the budget binds). The devices share their budget: each searches first
+// with a sixteenth of its share, then those cut short that proved something
+// search again from what they proved, the highest value first, each with
+// half of the nodes left (the last with all of them), since the bound is
+// their largest value.
 //
 // Devices sharing a host link are then coupled by a link budget: the same
 // relaxation with at most c activations offloaded has least makespan v_d(c),
@@ -104,9 +108,10 @@
 namespace optpipe {
 
 struct DeviceSearchOptions {
-  // Search nodes per device (a deterministic budget), and wall-clock seconds
-  // for the whole call (devices search in order: a device the clock cut
-  // short leaves the next ones nothing). A search cut short still bounds: the
+  // Search nodes per device (a deterministic budget: the devices share D
+  // times this, see ComputeDeviceSearchBound), and wall-clock seconds for
+  // the whole call (devices search in order: a device the clock cut short
+  // leaves the next ones nothing). A search cut short still bounds: the
   // least node bound it left unexplored (weaker than the finished search's).
   std::int64_t max_nodes_per_device = 1'000'000;
   double time_limit_s = 2.0;

@@ -267,6 +267,25 @@ TEST(DeviceSearchBound, ACutShortSearchStillBounds) {
   }
 }
 
+// A budget is spent, not left: the devices share it, those that finish
+// leave theirs to the others, and a search cut short at its least target
+// gets every node left (it had half before, which ended the search with the
+// other half unused: 32k of 40k nodes here).
+TEST(DeviceSearchBound, ACutShortSearchSpendsItsWholeBudget) {
+  const Problem p = testing::MakeProblem(
+      R"("devices": 4, "microbatches": 8, "stage_time": {"f": 1, "b": 1, "w": 1},
+         "offload_time": 2, "memory": {"activation": 1, "freed_by_b": 0.5, "limit": 2})");
+  const DeviceSearchBound full = ComputeDeviceSearchBound(p, {100'000'000, 60.0, 0});
+  ASSERT_TRUE(full.finished);
+  for (const std::int64_t n : {3'000, 10'000}) {
+    const DeviceSearchBound cut = ComputeDeviceSearchBound(p, {n, 60.0, 0});
+    EXPECT_FALSE(cut.finished) << n;
+    EXPECT_GE(cut.nodes, p.devices * n) << n;
+    EXPECT_LE(cut.nodes, p.devices * (n + 2)) << n;  // a node past each search's budget
+    EXPECT_LE(cut.value, full.value + 1e-9) << n;
+  }
+}
+
 // Four heterogeneous devices with little room, W split off: a 1F1B order
 // (given below, checked by the simulator) ends at 27.47, so no bound may
 // exceed that. A search that compared states by forward ends clamped to the
