@@ -303,10 +303,13 @@ OrderSearchResult SearchOrders(const Problem& p, double lower_bound, double incu
     } else if (ceiling - res.bound <= 1e-6 * ceiling) {
       break;
     }
-    const std::int64_t budget = (opt.max_nodes - res.nodes + 1) / 2;
+    // Half of the nodes and time left, all of them for the only target left
+    // (a probe there left open ends the search).
+    const int part = grain > 0 && BelowGrain(p, ceiling) <= AtGrain(p, res.bound) + tol ? 1 : 2;
+    const std::int64_t budget = (opt.max_nodes - res.nodes + 1) / part;
     if (budget < 16) break;
     const Clock::time_point now = Clock::now();
-    Searcher probe(p, target, sim, budget, now + (deadline - now) / 2, opt.stop);
+    Searcher probe(p, target, sim, budget, now + (deadline - now) / part, opt.stop);
     const Searcher::Outcome out = probe.Run();
     res.nodes += probe.nodes();
     ++res.probes;
