@@ -199,7 +199,9 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
   // (fz8x16v2-L2 at 1M nodes a device: 135 -> 136; fz8x16v1-L2 and
   // fz4x8v2-L5: every device finishes).
   std::vector<Relaxed> devices(D);
-  std::int64_t pool = opt.max_nodes_per_device * D;
+  std::int64_t pool = opt.max_nodes_per_device > std::numeric_limits<std::int64_t>::max() / D
+                          ? std::numeric_limits<std::int64_t>::max()
+                          : opt.max_nodes_per_device * D;
   const auto spend = [&](const Relaxed& r, double known, std::int64_t nodes, bool& finished) {
     const std::int64_t before = out.nodes;
     const double v = solve(r, known, nodes, finished);
