@@ -305,6 +305,9 @@ struct SatSession::Racers {
 SatSession::SatSession() : racers_(std::make_unique<Racers>()) {}
 SatSession::~SatSession() = default;
 
+// More grains than this between the bound and the best make a grid fine.
+constexpr int kFineSteps = 32;
+
 SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double incumbent,
                                   const SatSearchOptions& opt) {
   const Clock::time_point t0 = Clock::now();
@@ -413,8 +416,8 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
       }
     };
     // Once the first probe below the best is cut short or too large to
-    // encode: neighbourhoods, again (their share of what is left) while they
-    // find better schedules.
+    // encode, or on a fine grid finds a schedule: neighbourhoods, again
+    // (their share of what is left) while they find better schedules.
     const auto search_neighbourhoods = [&] {
       if (!below_best || searched_neighbourhoods || !opt.hint || opt.neighbourhood_share <= 0) {
         return;
@@ -462,6 +465,9 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     res.best = session.best = sim->objective;
     res.schedule = std::move(*s);
     res.sim = std::move(*sim);
+    // On a fine grid a probe just below the best gains one grain of the many
+    // left open: the neighbourhoods around the schedule it found gain more.
+    if (below_best && steps > kFineSteps) search_neighbourhoods();
   }
   res.optimal = res.bound >= res.best - tol;
   if (res.optimal) res.bound = res.best;
