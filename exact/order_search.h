@@ -32,8 +32,9 @@
 // of the time grain, when the durations have one: proving "none by the
 // incumbent less one grain" proves the incumbent optimal); each may use half
 // of the nodes and of the time left (the only target left all of them), and
-// one cut short lowers the next targets. Cost: a node re-propagates the windows, O(ops^2 / D) a
-// pass; 8x16 problems run about 18000 nodes a second on one core.
+// one cut short lowers the next targets. Cost: a node re-propagates the
+// windows, O(ops^2 / D) a pass; 8x16 problems run about 18000 nodes a second
+// on one core.
 //
 //   OrderSearchOptions opt;
 //   OrderSearchResult r = SearchOrders(problem, lower_bound, incumbent_objective, opt);
