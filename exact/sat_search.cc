@@ -467,7 +467,7 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     res.sim = std::move(*sim);
     // On a fine grid a probe just below the best gains one grain of the many
     // left open: the neighbourhoods around the schedule it found gain more.
-    if (below_best && steps > kFineSteps) search_neighbourhoods();
+    if (steps > kFineSteps) search_neighbourhoods();
   }
   res.optimal = res.bound >= res.best - tol;
   if (res.optimal) res.bound = res.best;
