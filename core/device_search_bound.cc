@@ -199,21 +199,17 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
   // (fz8x16v2-L2 at 1M nodes a device: 135 -> 136; fz8x16v1-L2 and
   // fz4x8v2-L5: every device finishes).
   std::vector<Relaxed> devices(D);
-  std::int64_t pool = opt.max_nodes_per_device > std::numeric_limits<std::int64_t>::max() / D
-                          ? std::numeric_limits<std::int64_t>::max()
-                          : opt.max_nodes_per_device * D;
-  const auto spend = [&](const Relaxed& r, double known, std::int64_t nodes, bool& finished) {
-    const std::int64_t before = out.nodes;
-    const double v = solve(r, known, nodes, finished);
-    pool -= out.nodes - before;
-    return v;
-  };
-  std::vector<int> again;  // the devices for a second round
+  const std::int64_t budget =
+      opt.max_nodes_per_device > std::numeric_limits<std::int64_t>::max() / D
+          ? std::numeric_limits<std::int64_t>::max()
+          : opt.max_nodes_per_device * D;
+  const auto left = [&] { return budget - out.nodes; };  // only the devices have searched yet
+  std::vector<int> again;                                // the devices for a second round
   for (int d = 0; d < D; ++d) {
     const Relaxed& r = devices[d] = relaxed({d});
     if (r.lanes.empty()) continue;
     bool done = true;
-    const double v = spend(r, 0, std::max<std::int64_t>(1, opt.max_nodes_per_device / 16), done);
+    const double v = solve(r, 0, std::max<std::int64_t>(1, opt.max_nodes_per_device / 16), done);
     if (v < kInf) out.device_value[d] = v;
     if (!done && v < kInf && v > 0) {
       again.push_back(d);
@@ -225,14 +221,14 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
                    [&](int d, int e) { return out.device_value[d] > out.device_value[e]; });
   for (std::size_t i = 0; i < again.size(); ++i) {
     const int d = again[i];
-    if (pool <= 0) {  // nothing left for it: cut short
+    if (left() <= 0) {  // nothing left for it: cut short
       out.finished = false;
       continue;
     }
     bool done = true;
     const double v =
-        spend(devices[d], out.device_value[d],
-              i + 1 == again.size() ? pool : std::max<std::int64_t>(1, pool / 2), done);
+        solve(devices[d], out.device_value[d],
+              i + 1 == again.size() ? left() : std::max<std::int64_t>(1, left() / 2), done);
     out.device_value[d] = std::max(out.device_value[d], v);
     out.finished = out.finished && done;
   }
