@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <limits>
 #include <sstream>
 
 #include "core/checker.h"
+#include "core/dag.h"
 #include "core/simulator.h"
 
 namespace optpipe::testing {
@@ -94,17 +97,224 @@ void Product(const std::vector<std::vector<std::vector<Op>>>& choices, std::size
   }
 }
 
+// The semi-active times of a schedule's orders in which every device
+// allocates (its forwards and reloads start) in a given order: each op
+// starts as soon as its lane, its predecessors, the allocation before it and
+// memory allow. Keeps its buffers from call to call.
+class SemiActive {
+ public:
+  explicit SemiActive(const Problem& p) : p_(p), space_(p.op_space()) {}
+
+  // False where the orders deadlock; else start() holds the times (NaN for
+  // ops s does not run) and makespan() the last end.
+  bool Run(const Schedule& s, const std::vector<std::vector<Op>>& alloc) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    offloaded_.assign(static_cast<std::size_t>(p_.stages()) * p_.microbatches, 0);
+    lanes_.clear();
+    for (const std::vector<Op>& lane : s.compute) lanes_.push_back(&lane);
+    for (const std::vector<Op>& lane : s.copy) {
+      lanes_.push_back(&lane);
+      for (const Op& op : lane) offloaded_[Activation(op)] = 1;
+    }
+    start_.assign(space_.size(), nan);
+    end_.assign(space_.size(), nan);
+    mem_ = p_.static_memory;
+    pos_.assign(lanes_.size(), 0);
+    next_.assign(p_.devices, 0);
+    running_.assign(lanes_.size(), -1);
+    std::size_t total = 0, ended = 0;
+    for (const auto* lane : lanes_) total += lane->size();
+    for (double t = 0; ended < total;) {
+      for (bool progress = true; progress;) {
+        progress = false;
+        for (std::size_t r = 0; r < lanes_.size(); ++r) {  // frees count before allocations
+          if (running_[r] >= 0 && end_[running_[r]] <= t) {
+            const Op op = space_.At(running_[r]);
+            mem_[DeviceOf(p_, op)] -= Frees(p_, op);
+            running_[r] = -1;
+            ++ended;
+            progress = true;
+          }
+        }
+        for (std::size_t r = 0; r < lanes_.size(); ++r) {
+          if (running_[r] < 0 && pos_[r] < lanes_[r]->size() && TryStart(r, t, alloc)) {
+            progress = true;
+          }
+        }
+      }
+      double later = std::numeric_limits<double>::infinity();
+      for (std::size_t r = 0; r < lanes_.size(); ++r) {
+        if (running_[r] >= 0) later = std::min(later, end_[running_[r]]);
+        if (running_[r] < 0 && pos_[r] < lanes_[r]->size()) {
+          const double at = ReadyAt((*lanes_[r])[pos_[r]]);
+          if (at > t) later = std::min(later, at);
+        }
+      }
+      if (ended < total && later == std::numeric_limits<double>::infinity()) return false;
+      t = later;
+    }
+    makespan_ = 0;
+    for (double e : end_) {
+      if (!std::isnan(e)) makespan_ = std::max(makespan_, e);
+    }
+    return true;
+  }
+  const std::vector<double>& start() const { return start_; }
+  double makespan() const { return makespan_; }
+
+ private:
+  std::size_t Activation(const Op& op) const {
+    return static_cast<std::size_t>(op.stage) * p_.microbatches + op.microbatch;
+  }
+  // When every predecessor has ended and its lag passed; NaN while one runs.
+  double ReadyAt(const Op& h) const {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    double at = 0;
+    ForEachPredecessor(p_, offloaded_, h, [&](const Op& q, double lag) {
+      const double e = end_[space_.Index(q)];
+      at = std::isnan(e) || std::isnan(at) ? nan : std::max(at, e + lag);
+    });
+    return at;
+  }
+  bool TryStart(std::size_t r, double t, const std::vector<std::vector<Op>>& alloc) {
+    const Op h = (*lanes_[r])[pos_[r]];
+    if (!(ReadyAt(h) <= t)) return false;
+    const int d = DeviceOf(p_, h);
+    if (h.type == OpType::kF || h.type == OpType::kR) {
+      if (next_[d] == alloc[d].size() || !(alloc[d][next_[d]] == h)) return false;
+      const double limit = p_.memory_limit ? (*p_.memory_limit)[d] : 0;
+      if (p_.memory_limit && mem_[d] + Allocates(p_, h) > limit + 1e-9 * std::max(1.0, limit)) {
+        return false;
+      }
+      ++next_[d];
+      mem_[d] += Allocates(p_, h);
+    }
+    const int i = space_.Index(h);
+    start_[i] = t;
+    end_[i] = t + Duration(p_, h);
+    running_[r] = i;
+    ++pos_[r];
+    return true;
+  }
+
+  const Problem& p_;
+  const OpSpace space_;
+  std::vector<char> offloaded_;
+  std::vector<const std::vector<Op>*> lanes_;
+  std::vector<double> start_, end_, mem_;
+  std::vector<std::size_t> pos_, next_;
+  std::vector<int> running_;
+  double makespan_ = 0;
+};
+
+// Calls fn(merged) for every merge of two sequences that keeps each one's
+// order and puts every reload after its own activation's forward.
+void Merges(const std::vector<Op>& forwards, const std::vector<Op>& reloads, std::size_t f,
+            std::size_t r, std::vector<Op>& merged, const std::function<void()>& fn) {
+  if (f == forwards.size() && r == reloads.size()) {
+    fn();
+    return;
+  }
+  if (f < forwards.size()) {
+    merged.push_back(forwards[f]);
+    Merges(forwards, reloads, f + 1, r, merged, fn);
+    merged.pop_back();
+  }
+  if (r < reloads.size() &&
+      std::any_of(forwards.begin(), forwards.begin() + static_cast<std::ptrdiff_t>(f),
+                  [&](const Op& op) {
+                    return op.stage == reloads[r].stage && op.microbatch == reloads[r].microbatch;
+                  })) {
+    merged.push_back(reloads[r]);
+    Merges(forwards, reloads, f, r + 1, merged, fn);
+    merged.pop_back();
+  }
+}
+
+// Calls fn(held, makespan) for s held to the semi-active times of every
+// allocation order of its devices where it reloads under a memory limit (the
+// makespan is the semi-active one's, before the simulator replays it). The
+// simulator replays orders as soon as possible, which misses schedules whose
+// reloads wait for the forwards before them; every schedule is at least as
+// late as the semi-active one of its own orders and allocation order, since
+// earlier ends only free memory earlier.
+void ForEachAllocationOrder(const Problem& p, const Schedule& s, SemiActive& semi,
+                            const std::function<void(const Schedule&, double)>& fn) {
+  std::vector<std::vector<Op>> forwards(p.devices), reloads(p.devices);
+  for (int d = 0; d < p.devices; ++d) {
+    for (const Op& op : s.compute[d]) {
+      if (op.type == OpType::kF) forwards[d].push_back(op);
+    }
+  }
+  bool any = false;
+  for (const std::vector<Op>& lane : s.copy) {
+    for (const Op& op : lane) {
+      if (op.type == OpType::kR) reloads[DeviceOf(p, op)].push_back(op), any = true;
+    }
+  }
+  if (!any || !p.memory_limit) return;
+  std::vector<std::vector<Op>> alloc(p.devices);
+  Schedule held = s;
+  const std::function<void(int)> device = [&](int d) {
+    if (d == p.devices) {
+      if (!semi.Run(s, alloc)) return;
+      held.release.assign(semi.start().size(), 0.0);
+      for (std::size_t i = 0; i < held.release.size(); ++i) {
+        if (!std::isnan(semi.start()[i])) held.release[i] = semi.start()[i];
+      }
+      fn(held, semi.makespan());
+      return;
+    }
+    alloc[d].clear();
+    Merges(forwards[d], reloads[d], 0, 0, alloc[d], [&] { device(d + 1); });
+  };
+  device(0);
+}
+
+// Whether an op of r, s's replay, starts later than its lane and its
+// predecessors allow: it waited for memory. Where none did, no schedule of
+// these orders starts any op sooner.
+bool WaitsForMemory(const Problem& p, const Schedule& s, const SimResult& r) {
+  const OpSpace space = p.op_space();
+  std::vector<char> offloaded(static_cast<std::size_t>(p.stages()) * p.microbatches, 0);
+  for (const std::vector<Op>& lane : s.copy) {
+    for (const Op& op : lane)
+      offloaded[static_cast<std::size_t>(op.stage) * p.microbatches + op.microbatch] = 1;
+  }
+  const auto waits = [&](const std::vector<Op>& lane) {
+    for (std::size_t k = 0; k < lane.size(); ++k) {
+      double ready = k > 0 ? r.end[space.Index(lane[k - 1])] : 0.0;
+      ForEachPredecessor(p, offloaded, lane[k], [&](const Op& q, double lag) {
+        ready = std::max(ready, r.end[space.Index(q)] + lag);
+      });
+      if (r.start[space.Index(lane[k])] > ready + 1e-9) return true;
+    }
+    return false;
+  };
+  return std::any_of(s.compute.begin(), s.compute.end(), waits) ||
+         std::any_of(s.copy.begin(), s.copy.end(), waits);
+}
+
 }  // namespace
 
 double BruteForceOptimum(const Problem& p, bool offload, long* count) {
   double best = std::numeric_limits<double>::infinity();
   Simulator sim(p);
   sim.set_describe_deadlocks(false);  // many orders deadlock; only the optimum matters
+  SemiActive semi(p);
   long n = 0;
-  ForEachSchedule(p, offload, [&](const Schedule& s) {
-    StatusOr<SimResult> r = sim.Run(s);
+  ForEachSchedule(p, offload, [&](const Schedule& orders) {
+    StatusOr<SimResult> asap = sim.Run(orders);
     ++n;
-    if (r.ok()) best = std::min(best, r->objective);
+    if (asap.ok()) best = std::min(best, asap->objective);
+    if (asap.ok() && !WaitsForMemory(p, orders, *asap)) return;
+    ForEachAllocationOrder(p, orders, semi, [&](const Schedule& held, double makespan) {
+      // A makespan no better than the best is no better replayed.
+      if (p.objective == Objective::kMakespan && makespan >= best) return;
+      StatusOr<SimResult> r = sim.Run(held);
+      ++n;
+      if (r.ok()) best = std::min(best, r->objective);
+    });
   });
   if (count) *count = n;
   return best;

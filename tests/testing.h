@@ -38,8 +38,14 @@ Problem RandomProblem(std::mt19937& rng, int devices, int microbatches, int v = 
 void ForEachSchedule(const Problem& p, bool offload,
                      const std::function<void(const Schedule&)>& fn);
 
-// The least objective over every schedule ForEachSchedule enumerates
-// (infinity if none simulates); `count` receives how many it enumerated.
+// The least objective over every schedule ForEachSchedule enumerates and,
+// where one reloads under a memory limit, over those orders held to the
+// earliest times of every order in which each device allocates (its
+// forwards and reloads start): a reload started as soon as its link allows
+// may take the memory a forward needs, and the simulator replays orders as
+// soon as possible (infinity if none simulates; `count` receives how many
+// it simulated). The makespan optimum; for device_span, the least over
+// those schedules (a device's first op held later may shorten its span).
 double BruteForceOptimum(const Problem& p, bool offload, long* count = nullptr);
 
 // Tiny problems to compare with brute force, drawn from `rng`: unit costs,
