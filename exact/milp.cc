@@ -209,7 +209,7 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
     ss.log = log;
     ss.hint = &*best_sim;
     ss.session = opt.sat_session;
-    ss.neighbourhood_share = 0.5;
+    ss.neighbourhood_share = 0.75;
     SatSearchResult r = SearchTimeIndexed(p, core_bound, best_sim->objective, ss);
     if (r.schedule) adopt(std::move(*r.schedule), *r.sim);
     core_bound = AtGrain(p, std::max(core_bound, r.bound));

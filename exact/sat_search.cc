@@ -112,6 +112,16 @@ struct Incumbent {
   std::optional<Schedule> schedule;
   std::optional<SimResult> sim;
   int version = 0;  // schedules found so far
+  // The search stops once it has found nothing for `patience` (since its
+  // start or its last find).
+  Clock::time_point last;
+  Clock::duration patience = Clock::duration::max();
+
+  bool Going(Clock::time_point end) {
+    const Clock::time_point now = Clock::now();
+    std::lock_guard<std::mutex> lock(mu);
+    return now < end && now - last < patience;
+  }
 
   // Takes s, simulated as `run`, where it beats the best.
   void Offer(const Problem& p, Schedule&& s, SimResult&& run) {
@@ -122,6 +132,7 @@ struct Incumbent {
     schedule = std::move(s);
     sim = std::move(run);
     ++version;
+    last = Clock::now();
   }
 };
 
@@ -143,7 +154,7 @@ void NeighbourhoodWorker(const Problem& p, double g, Racer& r, std::uint64_t see
   int version = -1, cap = 0;
   double best = 0, width = 0;
   SimResult hint;
-  while (Clock::now() < end && !(stop && stop->load())) {
+  while (inc.Going(end) && !(stop && stop->load())) {
     {
       std::lock_guard<std::mutex> lock(inc.mu);
       if (inc.version != version) {
@@ -204,7 +215,7 @@ void WindowWorker(const Problem& p, double g, std::uint64_t seed, Incumbent& inc
   const std::atomic<bool> alone{false};
   const double step = StepSeconds(end);
   double width = 0;
-  while (Clock::now() < end && !(opt.stop && opt.stop->load())) {
+  while (inc.Going(end) && !(opt.stop && opt.stop->load())) {
     double best;
     SimResult hint;
     {
@@ -259,11 +270,14 @@ void WindowWorker(const Problem& p, double g, std::uint64_t seed, Incumbent& inc
 // better schedule found becomes res's.
 void Neighbourhoods(const Problem& p, double g, std::vector<std::unique_ptr<Racer>>& racers,
                     const SimResult& best, double seconds, const SatSearchOptions& opt,
-                    SatSearchResult& res) {
+                    SatSearchResult& res, double patience = 1) {
   const Clock::time_point t0 = Clock::now();
   Incumbent inc;
   inc.objective = res.best;
   inc.hint = InForwardOrder(p, best);
+  inc.last = t0;
+  inc.patience = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::max(0.0, patience * seconds)));
   const Clock::time_point until =
       t0 + std::chrono::microseconds(static_cast<std::int64_t>(std::max(0.0, seconds) * 1e6));
   std::vector<std::thread> threads;
@@ -307,6 +321,12 @@ SatSession::~SatSession() = default;
 
 // More grains than this between the bound and the best make a grid fine.
 constexpr int kFineSteps = 32;
+
+// Where probes follow them, neighbourhoods that have found nothing for this
+// share of their time yield it to the probes: on hetoff-4s they find
+// nothing where one-grain probes find schedule after schedule, on r48-1f
+// the other way round.
+constexpr double kPatience = 0.25;
 
 SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double incumbent,
                                   const SatSearchOptions& opt) {
@@ -418,7 +438,7 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     // Once the first probe below the best is cut short or too large to
     // encode, or on a fine grid finds a schedule: neighbourhoods, again
     // (their share of what is left) while they find better schedules.
-    const auto search_neighbourhoods = [&] {
+    const auto search_neighbourhoods = [&](double patience) {
       if (!below_best || searched_neighbourhoods || !opt.hint || opt.neighbourhood_share <= 0) {
         return;
       }
@@ -427,13 +447,14 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
                            seconds() < opt.time_limit_s;) {
         found = res.neighbourhood_schedules;
         Neighbourhoods(p, g, racers, res.sim ? *res.sim : *hint,
-                       opt.neighbourhood_share * (opt.time_limit_s - seconds()), opt, res);
+                       opt.neighbourhood_share * (opt.time_limit_s - seconds()), opt, res,
+                       patience);
       }
       if (res.schedule) session.best = res.best;
     };
     if (a.built == Encoding::Built::kTooLarge) {
       log("too large to encode");
-      search_neighbourhoods();
+      search_neighbourhoods(1);
       break;
     }
     if (a.built == Encoding::Built::kCut) {
@@ -443,7 +464,7 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     if (code[w] == 0) {
       log("cut short");
       ceiling = target;  // a lower target is more constrained: perhaps quicker to decide
-      search_neighbourhoods();
+      search_neighbourhoods(kPatience);
       continue;
     }
     if (code[w] == 20) {
@@ -467,7 +488,7 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     res.sim = std::move(*sim);
     // On a fine grid a probe just below the best gains one grain of the many
     // left open: the neighbourhoods around the schedule it found gain more.
-    if (steps > kFineSteps) search_neighbourhoods();
+    if (steps > kFineSteps) search_neighbourhoods(kPatience);
   }
   res.optimal = res.bound >= res.best - tol;
   if (res.optimal) res.bound = res.best;

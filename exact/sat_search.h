@@ -35,9 +35,11 @@
 // width grows after a window proves empty and shrinks after one is cut
 // short, again while it finds better schedules (fz8x16v2-L5, 8x16 with two
 // chunks and room for 5: auto's 128 -> 124 within milp's 60 s, where the
-// probes on the whole problem found nothing; on a grain of 0.01, hetoff-4s
-// 36.99 -> 36.80-36.87 and r48-1f 43.04 -> 42.98-42.99 within milp's 60 s,
-// where a probe one grain below took 12 s); its windows prove nothing.
+// probes on the whole problem found nothing; on a grain of 0.01, r48-1f
+// 43.04 -> 42.59-42.63 within milp's 60 s); its windows prove nothing.
+// Where probes follow, a search that has found nothing for a quarter of its
+// time ends early and leaves the rest to them (hetoff-4s: 36.78-36.79 by
+// one-grain probes after neighbourhoods that found nothing).
 // Where the whole problem is too large to encode, the neighbourhoods encode
 // only their windows, each on a fresh solver: the best's ops that start
 // before the window keep their times, those after it start a grain earlier,
@@ -110,9 +112,9 @@ struct SatSearchOptions {
   // Keeps the solvers for a later call (see SatSession); null: a call's own.
   SatSession* session = nullptr;
   // With a hint: once a probe just below the best is cut short (the whole
-  // problem too hard to decide), this share of the time left goes to a large
-  // neighbourhood search around the best schedule (see above), and again
-  // while it finds better ones; 0: none.
+  // problem too hard to decide), or on a fine grid finds a schedule, this
+  // share of the time left goes to a large neighbourhood search around the
+  // best schedule (see above), and again while it finds better ones; 0: none.
   double neighbourhood_share = 0;
 };
 
