@@ -322,10 +322,12 @@ SatSession::~SatSession() = default;
 // More grains than this between the bound and the best make a grid fine.
 constexpr int kFineSteps = 32;
 
-// Where probes follow them, neighbourhoods that have found nothing for this
-// share of their time yield it to the probes: on hetoff-4s they find
-// nothing where one-grain probes find schedule after schedule, on r48-1f
-// the other way round.
+// On a fine grid, where a probe just below the best found a schedule,
+// neighbourhoods that have found nothing for this share of their time yield
+// it to the probes: on hetoff-4s they find nothing where one-grain probes
+// find schedule after schedule, on r48-1f the other way round. (Where that
+// probe was cut short, the probes rarely find anything: fz8x16v2-L5 at
+// --time-limit 300 reached 124, not 119-123, with it.)
 constexpr double kPatience = 0.25;
 
 SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double incumbent,
@@ -464,7 +466,7 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     if (code[w] == 0) {
       log("cut short");
       ceiling = target;  // a lower target is more constrained: perhaps quicker to decide
-      search_neighbourhoods(kPatience);
+      search_neighbourhoods(1);
       continue;
     }
     if (code[w] == 20) {

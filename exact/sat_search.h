@@ -37,8 +37,8 @@
 // chunks and room for 5: auto's 128 -> 124 within milp's 60 s, where the
 // probes on the whole problem found nothing; on a grain of 0.01, r48-1f
 // 43.04 -> 42.59-42.63 within milp's 60 s); its windows prove nothing.
-// Where probes follow, a search that has found nothing for a quarter of its
-// time ends early and leaves the rest to them (hetoff-4s: 36.78-36.79 by
+// On a fine grid, a search that has found nothing for a quarter of its time
+// ends early and leaves the rest to the probes (hetoff-4s: 36.78-36.81 by
 // one-grain probes after neighbourhoods that found nothing).
 // Where the whole problem is too large to encode, the neighbourhoods encode
 // only their windows, each on a fresh solver: the best's ops that start
