@@ -15,8 +15,19 @@ namespace optpipe {
 namespace {
 
 struct Move {
-  enum Kind { kSwap, kShift, kOffload, kOffloadAdvance, kKeepDelay, kCopy, kHold } kind;
-  int lane, from, to;  // kOffload*: lane = stage, from = micro-batch; kHold: from = op index
+  enum Kind {
+    kSwap,
+    kShift,
+    kOffload,
+    kOffloadAdvance,
+    kKeepDelay,
+    kCopy,
+    kHold,
+    kHoldReload
+  } kind;
+  // kOffload*: lane = stage, from = micro-batch; kHold: from = op index;
+  // kCopy, kHoldReload: lane = host link, from (to) = place on it
+  int lane, from, to;
 };
 
 // Ties on the objective go to the lower sum of device spans, then to the
@@ -62,8 +73,9 @@ class MoveMaker {
     if (can_offload && k == 2) {
       const int l = Uniform(rng, static_cast<int>(s.copy.size()));
       const int n = static_cast<int>(s.copy[l].size());
+      const int i = Uniform(rng, n);
+      if (n >= 1 && Uniform(rng, 2) == 0) return {Move::kHoldReload, l, i, 0};
       if (n >= 2) {
-        const int i = Uniform(rng, n);
         return {Move::kCopy, l, i, std::clamp(i + (Uniform(rng, 2) ? 1 : -1), 0, n - 1)};
       }
     }
@@ -106,6 +118,8 @@ class MoveMaker {
       case Move::kHold:  // let a held op start as soon as it can
         out.release[m.from] = 0;
         return out;
+      case Move::kHoldReload:
+        return HoldReload(out, cur, out.copy[m.lane][m.from]);
     }
     return std::nullopt;
   }
@@ -125,10 +139,12 @@ class MoveMaker {
   // Keep an offloaded activation, or offload a kept one: O goes where the
   // link is at F's end, R where it must start to land just before B.
   std::optional<Schedule> ToggleOffload(Schedule& out, const SimResult& cur, int s, int m) const {
-    if (s + 1 >= p_.stages()) return std::nullopt;  // the last stage's B follows its F at once
     auto& lane = out.copy[link_[p_.stage_device[s]]];
     const auto is = [&](OpType t) { return [=](const Op& o) { return o == Op{t, s, m}; }; };
     const auto o = std::find_if(lane.begin(), lane.end(), is(OpType::kO));
+    // The last stage's B may follow its F at once: offloading it never pays
+    // (a start that offloads it may still keep it).
+    if (o == lane.end() && s + 1 >= p_.stages()) return std::nullopt;
     const OpSpace sp = p_.op_space();
     if (o != lane.end()) {
       lane.erase(o);
@@ -153,6 +169,35 @@ class MoveMaker {
     const auto o_pos = std::find_if(lane.begin(), lane.end(), is(OpType::kO));
     if (r_pos < o_pos) r_pos = o_pos + 1;
     lane.insert(r_pos, Op{OpType::kR, s, m});
+    return out;
+  }
+
+  // Hold reload r to land just when its backward could start without it (its
+  // other predecessors and the op before it on the device, as `cur` has
+  // them): a reload that starts as soon as its link is free may take the
+  // memory a forward needs. Repeated, it follows the backward as that moves
+  // (earlier too, where the hold delays it).
+  std::optional<Schedule> HoldReload(Schedule& out, const SimResult& cur, const Op& r) const {
+    if (r.type != OpType::kR) return std::nullopt;
+    const OpSpace sp = p_.op_space();
+    const Op b{OpType::kB, r.stage, r.microbatch};
+    double ready = cur.end[sp.Index(OpType::kF, r.stage, r.microbatch)];
+    if (r.stage + 1 < p_.stages()) {
+      ready = std::max(
+          ready, cur.end[sp.Index(OpType::kB, r.stage + 1, r.microbatch)] + CommTime(p_, r.stage));
+    }
+    const auto& lane = out.compute[p_.stage_device[r.stage]];
+    const auto at = std::find(lane.begin(), lane.end(), b);
+    if (at != lane.begin() && at != lane.end())
+      ready = std::max(ready, cur.end[sp.Index(*(at - 1))]);
+    const int i = sp.Index(r);
+    const double hold = std::max(0.0, ready - Duration(p_, r));
+    // Later, or earlier where a hold keeps it from starting sooner.
+    if (!(hold > cur.start[i] + 1e-9 || (hold < cur.start[i] - 1e-9 && out.ReleaseOf(i) > 0))) {
+      return std::nullopt;
+    }
+    if (out.release.empty()) out.release.assign(sp.size(), 0.0);
+    out.release[i] = hold;
     return out;
   }
 
