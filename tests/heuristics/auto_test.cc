@@ -272,8 +272,9 @@ TEST(Auto, InfeasibleWhenNothingFits) {
 }
 
 // The walk restarts from kicked incumbents (iterated local search), so on tiny
-// problems it reaches the optimum that enumerating every order finds, from a
-// poor start, with and without offload and memory limits.
+// problems it reaches the brute-force optimum (every order, and with offload
+// every order of each device's allocations, reloads held), from a poor
+// start, with and without offload and memory limits.
 TEST(LocalSearch, ReachesTheBruteForceOptimumOnTinyProblems) {
   std::mt19937 rng(11);
   int trials = 0;
@@ -287,12 +288,7 @@ TEST(LocalSearch, ReachesTheBruteForceOptimumOnTinyProblems) {
       p.memory_limit = p.static_memory;
       for (int i = 0; i < d; ++i) (*p.memory_limit)[i] += 1.5 * p.activation[i];
     }
-    double brute = std::numeric_limits<double>::infinity();
-    Simulator sim(p);
-    sim.set_describe_deadlocks(false);
-    testing::ForEachSchedule(p, offload, [&](const Schedule& s) {
-      if (StatusOr<SimResult> r = sim.Run(s); r.ok()) brute = std::min(brute, r->objective);
-    });
+    const double brute = testing::BruteForceOptimum(p, offload);
     StatusOr<Schedule> start = BuildList(p);
     if (!start.ok()) continue;  // nothing the list scheduler finds fits: no start
     ++trials;
