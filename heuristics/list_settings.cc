@@ -102,16 +102,23 @@ std::vector<ListOptions> ListOptionGrid(const Problem& p) {
     }
   }
   // Breadth first, every micro-batch in, offloading what the warm-up rule
-  // allows (the tuner lowers the depths and keeps activations from there).
+  // allows (the tuner lowers the depths and keeps activations from there),
+  // then every activation where its device is short of memory: a round trip
+  // the rule finds too long to hide may still be the only way to fit.
   if (can_offload) {
-    for (bool eager : {false, true}) {
-      if (eager && !p.split_backward) continue;
-      ListOptions o;
-      o.eager_w = eager;
-      o.offload_warmup = true;
-      o.warmup_depth.assign(p.stages(), p.microbatches);
-      o.breadth_first = true;
-      grid.push_back(o);
+    for (bool send : {false, true}) {
+      for (bool eager : {false, true}) {
+        if (eager && !p.split_backward) continue;
+        ListOptions o;
+        o.eager_w = eager;
+        o.offload_warmup = true;
+        o.warmup_depth.assign(p.stages(), p.microbatches);
+        o.breadth_first = true;
+        if (send)
+          o.choice.assign(static_cast<std::size_t>(p.stages()) * p.microbatches,
+                          ListOptions::kSend);
+        grid.push_back(o);
+      }
     }
   }
   return grid;

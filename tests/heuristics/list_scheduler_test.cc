@@ -414,6 +414,27 @@ TEST(ListScheduler, ReportsTheTimesTheSimulatorReplays) {
   EXPECT_GE(compared, 200);
 }
 
+// Two devices with two chunks each, one micro-batch: device 1 has room for
+// 2 and its activations weigh 1 and 1.5, so the first goes to the host
+// before the second's forward, although its round trip (6) is longer than
+// the rest of its micro-batch's way to its backward (the offload rule's test
+// of a trip worth taking). The settings that send every activation fit;
+// the others stall. Brute force: 17.5.
+TEST(ListScheduler, OffloadsWhereOnlyAnOffloadFits) {
+  const Problem p = testing::MakeProblem(
+      R"("devices": 2, "microbatches": 1, "stages_per_device": 2,
+         "stage_time": {"f": [2, 1.75, 0.5, 0.75], "b": [1.75, 2, 0.5, 1.75],
+                        "w": [1.5, 2, 0.5, 1.5]},
+         "offload_time": [3.5, 3, 1.25, 1.5],
+         "memory": {"activation": [2, 1, 2.25, 1.5], "freed_by_b": [1, 0.5, 1.125, 0.75],
+                    "static": 1, "limit": [5.25, 3]})");
+  ASSERT_NEAR(testing::BruteForceOptimum(p, true), 17.5, 1e-9);
+  StatusOr<Solution> s = RunMethod(p, "list");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_NEAR(s->sim.objective, 17.5, 1e-9);
+  EXPECT_FALSE(s->schedule.copy[1].empty());
+}
+
 TEST(ListScheduler, IsDeterministic) {
   std::mt19937 rng(9);
   Problem p = testing::RandomProblem(rng, 6, 20, 2, true, true);
