@@ -328,6 +328,14 @@ Problem OffloadTwoByTwo() {
          "limit": [2.34, 2.51]})");
 }
 
+Problem HeldReloadsProblem() {
+  return MakeProblem(
+      R"("devices": 2, "microbatches": 1, "stages_per_device": 2, "split_backward": false,
+         "stage_time": {"f": [1, 1, 2, 2], "b": [2, 1, 1, 1], "w": [1, 1, 1, 2]},
+         "offload_time": [1, 1, 1, 3],
+         "memory": {"activation": [1.5, 0.75, 1.25, 1.75], "static": 1, "limit": [2.75, 3.25]})");
+}
+
 std::vector<NamedProblem> TinyProblems(std::mt19937& rng) {
   std::vector<NamedProblem> out;
   for (auto [d, m] : {std::pair{2, 2}, {2, 3}, {3, 2}}) {

@@ -59,6 +59,12 @@ struct NamedProblem {
 };
 std::vector<NamedProblem> TinyProblems(std::mt19937& rng);
 
+// Two devices with two chunks each, one micro-batch, offload, room for one of
+// a device's two activations: the optimum is the critical path, 16, reached
+// only with reloads held (every order replayed as soon as possible gives at
+// least 22, its reloads taking the memory a second-chunk forward needs).
+Problem HeldReloadsProblem();
+
 // Two devices, two micro-batches, offload, room for about 1.75 activations:
 // the core bounds stop at 10.36, the optimum (brute force) is 10.55.
 Problem OffloadTwoByTwo();

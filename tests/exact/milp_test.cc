@@ -273,19 +273,12 @@ TEST(Milp, StopTokenInterruptsAndImprovementsAreReported) {
   EXPECT_GT(r->stats.improvements, 0);
 }
 
-// Two devices with two chunks each, one micro-batch, room for one of a
-// device's two activations: both first-chunk activations go to the host and
-// come back late, so the critical path (16) is the optimum. Every order
-// replayed as soon as possible reloads at once and takes the memory the
-// second chunk's forward needs (at best 22): the optimum holds its reloads.
-// The MILP finds and proves it, and the brute force, which also tries every
-// device's order of allocations with its reloads held, agrees.
+// A problem whose optimum, the critical path (16), holds its reloads
+// (testing::HeldReloadsProblem): every order replayed as soon as possible
+// gives 22 at best. The MILP finds and proves 16, and the brute force, which
+// also tries every device's order of allocations with reloads held, agrees.
 TEST(Milp, FindsAnOptimumWhoseReloadsWait) {
-  const Problem p = testing::MakeProblem(
-      R"("devices": 2, "microbatches": 1, "stages_per_device": 2, "split_backward": false,
-         "stage_time": {"f": [1, 1, 2, 2], "b": [2, 1, 1, 1], "w": [1, 1, 1, 2]},
-         "offload_time": [1, 1, 1, 3],
-         "memory": {"activation": [1.5, 0.75, 1.25, 1.75], "static": 1, "limit": [2.75, 3.25]})");
+  const Problem p = testing::HeldReloadsProblem();
   ASSERT_NEAR(ComputeLowerBound(p).value, 16, kTol);  // F chain 6 + B chain 10
   double asap = std::numeric_limits<double>::infinity();
   Simulator sim(p);

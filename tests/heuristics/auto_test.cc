@@ -301,18 +301,12 @@ TEST(LocalSearch, ReachesTheBruteForceOptimumOnTinyProblems) {
   EXPECT_GE(trials, 8);
 }
 
-// Two devices with two chunks each, one micro-batch, room for one of a
-// device's two activations (Milp.FindsAnOptimumWhoseReloadsWait): no order
-// replayed as soon as possible beats 22, since a reload that starts when its
-// link is free takes the memory a forward needs. From the best of them the
-// walk reaches the critical path, 16, by holding reloads until just before
+// A problem whose optimum, the critical path (16), holds its reloads
+// (testing::HeldReloadsProblem): from the best order replayed as soon as
+// possible (22) the walk reaches 16 by holding reloads until just before
 // their backwards.
 TEST(LocalSearch, HoldsReloadsThatWouldTakeAForwardsMemory) {
-  const Problem p = testing::MakeProblem(
-      R"("devices": 2, "microbatches": 1, "stages_per_device": 2, "split_backward": false,
-         "stage_time": {"f": [1, 1, 2, 2], "b": [2, 1, 1, 1], "w": [1, 1, 1, 2]},
-         "offload_time": [1, 1, 1, 3],
-         "memory": {"activation": [1.5, 0.75, 1.25, 1.75], "static": 1, "limit": [2.75, 3.25]})");
+  const Problem p = testing::HeldReloadsProblem();
   ASSERT_NEAR(ComputeLowerBound(p).value, 16, 1e-9);
   std::optional<Schedule> start;
   double asap = std::numeric_limits<double>::infinity();
