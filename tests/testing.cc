@@ -106,8 +106,9 @@ class SemiActive {
   explicit SemiActive(const Problem& p) : p_(p), space_(p.op_space()) {}
 
   // False where the orders deadlock; else start() holds the times (NaN for
-  // ops s does not run) and makespan() the last end.
-  bool Run(const Schedule& s, const std::vector<std::vector<Op>>& alloc) {
+  // ops s does not run) and makespan() the last end. Without `alloc`, the
+  // times without memory: no schedule of these orders ends earlier.
+  bool Run(const Schedule& s, const std::vector<std::vector<Op>>* alloc) {
     const double nan = std::numeric_limits<double>::quiet_NaN();
     offloaded_.assign(static_cast<std::size_t>(p_.stages()) * p_.microbatches, 0);
     lanes_.clear();
@@ -176,12 +177,12 @@ class SemiActive {
     });
     return at;
   }
-  bool TryStart(std::size_t r, double t, const std::vector<std::vector<Op>>& alloc) {
+  bool TryStart(std::size_t r, double t, const std::vector<std::vector<Op>>* alloc) {
     const Op h = (*lanes_[r])[pos_[r]];
     if (!(ReadyAt(h) <= t)) return false;
     const int d = DeviceOf(p_, h);
-    if (h.type == OpType::kF || h.type == OpType::kR) {
-      if (next_[d] == alloc[d].size() || !(alloc[d][next_[d]] == h)) return false;
+    if (alloc && (h.type == OpType::kF || h.type == OpType::kR)) {
+      if (next_[d] == (*alloc)[d].size() || !((*alloc)[d][next_[d]] == h)) return false;
       const double limit = p_.memory_limit ? (*p_.memory_limit)[d] : 0;
       if (p_.memory_limit && mem_[d] + Allocates(p_, h) > limit + 1e-9 * std::max(1.0, limit)) {
         return false;
@@ -233,12 +234,13 @@ void Merges(const std::vector<Op>& forwards, const std::vector<Op>& reloads, std
 
 // Calls fn(held, makespan) for s held to the semi-active times of every
 // allocation order of its devices where it reloads under a memory limit (the
-// makespan is the semi-active one's, before the simulator replays it). The
+// makespan is the semi-active one's, before the simulator replays it), none
+// where these orders cannot end before `cutoff` even without memory. The
 // simulator replays orders as soon as possible, which misses schedules whose
 // reloads wait for the forwards before them; every schedule is at least as
 // late as the semi-active one of its own orders and allocation order, since
 // earlier ends only free memory earlier.
-void ForEachAllocationOrder(const Problem& p, const Schedule& s, SemiActive& semi,
+void ForEachAllocationOrder(const Problem& p, const Schedule& s, SemiActive& semi, double cutoff,
                             const std::function<void(const Schedule&, double)>& fn) {
   std::vector<std::vector<Op>> forwards(p.devices), reloads(p.devices);
   for (int d = 0; d < p.devices; ++d) {
@@ -253,11 +255,13 @@ void ForEachAllocationOrder(const Problem& p, const Schedule& s, SemiActive& sem
     }
   }
   if (!any || !p.memory_limit) return;
+  // None ends before these orders do without memory: none below `cutoff`.
+  if (!semi.Run(s, nullptr) || semi.makespan() >= cutoff) return;
   std::vector<std::vector<Op>> alloc(p.devices);
   Schedule held = s;
   const std::function<void(int)> device = [&](int d) {
     if (d == p.devices) {
-      if (!semi.Run(s, alloc)) return;
+      if (!semi.Run(s, &alloc)) return;
       held.release.assign(semi.start().size(), 0.0);
       for (std::size_t i = 0; i < held.release.size(); ++i) {
         if (!std::isnan(semi.start()[i])) held.release[i] = semi.start()[i];
@@ -308,7 +312,9 @@ double BruteForceOptimum(const Problem& p, bool offload, long* count) {
     ++n;
     if (asap.ok()) best = std::min(best, asap->objective);
     if (asap.ok() && !WaitsForMemory(p, orders, *asap)) return;
-    ForEachAllocationOrder(p, orders, semi, [&](const Schedule& held, double makespan) {
+    const double cutoff =
+        p.objective == Objective::kMakespan ? best : std::numeric_limits<double>::infinity();
+    ForEachAllocationOrder(p, orders, semi, cutoff, [&](const Schedule& held, double makespan) {
       // A makespan no better than the best is no better replayed.
       if (p.objective == Objective::kMakespan && makespan >= best) return;
       StatusOr<SimResult> r = sim.Run(held);
