@@ -68,7 +68,7 @@ std::vector<Case> Cases() {
   }
   // Offload under limits that bind (room for 1.1 to 1.9 activations), on one
   // link per device or one shared, with either backward; one device with two
-  // chunks; three devices.
+  // chunks; three devices; two devices with two chunks.
   for (int k = 0; k < 8; ++k) {
     const bool split = k % 2 == 1, shared = k % 4 >= 2;
     Problem p = OnGrid(testing::RandomProblem(rng, 2, 2, 1, split, true));
@@ -91,6 +91,8 @@ std::vector<Case> Cases() {
     three.memory_limit->push_back(three.static_memory[d] + three.activation[d] * 1.5);
   }
   cases.push_back({"offload-3x2-fused", three, true});
+  // Two devices with two chunks, whose optimum holds its reloads.
+  cases.push_back({"offload-held-reloads", testing::HeldReloadsProblem(), true});
   return cases;
 }
 
