@@ -2,13 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "core/checker.h"
 #include "core/device_search_bound.h"
+#include "core/format.h"
 #include "core/lower_bound.h"
 #include "core/simulator.h"
 #include "exact/lp_solve_backend.h"
@@ -271,6 +274,54 @@ TEST(Milp, StopTokenInterruptsAndImprovementsAreReported) {
   EXPECT_LT(r->objective, gpipe->sim.objective);
   EXPECT_FALSE(r->from_warm_start);
   EXPECT_GT(r->stats.improvements, 0);
+}
+
+// Random tiny problems of every shape the brute force takes (2-3 devices,
+// 1-2 micro-batches, 1-2 chunks, offload on one link per device or one
+// shared, durations on a grain of 1 or 0.25 or none) under limits that bind:
+// the bound is never above the brute-force optimum, the schedule never below
+// it, and where milp says optimal it is the optimum.
+TEST(Milp, RandomTinyProblemsAgreeWithTheBruteForce) {
+  std::mt19937 rng(5);
+  int tried = 0, proven = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    const bool offload = trial % 3 != 0, split = trial % 2 == 1;
+    const int v = trial % 4 == 3 ? 2 : 1;
+    const int devices = v == 2 || trial % 5 != 0 ? 2 : 3;
+    const int m = v == 2 || (offload && devices == 3) ? 1 : 2;
+    Problem p = testing::RandomProblem(rng, devices, m, v, split, offload);
+    if (offload && trial % 6 == 1) p.host_links = {{0, 1}};
+    if (const int grain = trial % 3; grain > 0) {  // 1: a grain of 1; 2: of 0.25
+      const double g = grain == 1 ? 1.0 : 0.25;
+      const auto snap = [&](double& x) { x = std::max(g, std::round(x / g) * g); };
+      for (auto* v : {&p.f, &p.b, &p.w}) std::for_each(v->begin(), v->end(), snap);
+      for (double& x : p.comm) x = std::round(x / g) * g;
+      if (p.offload) std::for_each(p.offload->begin(), p.offload->end(), snap);
+    }
+    p.memory_limit = p.static_memory;
+    for (int s = 0; s < p.stages(); ++s) {  // room for 1.2 to 1.9 of a device's largest
+      double& room = (*p.memory_limit)[p.stage_device[s]];
+      room = std::max(
+          room, p.static_memory[p.stage_device[s]] + p.activation[s] * (1.2 + 0.1 * (trial % 8)));
+    }
+    const double brute = testing::BruteForceOptimum(p, offload);
+    if (brute == std::numeric_limits<double>::infinity()) continue;
+    ++tried;
+    MilpOptions opt;
+    opt.time_limit_s = 10;
+    StatusOr<MilpResult> r = SolveMilp(p, opt, nullptr);
+    const std::string what = "trial " + std::to_string(trial) + ": " + ToJson(p);
+    ASSERT_TRUE(r.ok()) << what << "\n" << r.status().message();
+    ExpectSound(p, *r, what);
+    EXPECT_LE(r->bound, brute + kTol) << what;
+    if (r->schedule) EXPECT_GE(r->objective, brute - kTol) << what;
+    if (r->termination == MilpTermination::kOptimal) {
+      ++proven;
+      EXPECT_NEAR(r->objective, brute, kTol) << what;
+    }
+  }
+  EXPECT_GE(tried, 18);
+  EXPECT_GE(proven, tried - 2);
 }
 
 // A problem whose optimum, the critical path (16), holds its reloads
