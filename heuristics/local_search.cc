@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/dag.h"
 #include "core/lower_bound.h"
 
 namespace optpipe {
@@ -52,7 +53,10 @@ bool SameActivation(const Op& a, const Op& b) {
 
 class MoveMaker {
  public:
-  MoveMaker(const Problem& p) : p_(p), link_(LinkOfDevice(p)) {}
+  MoveMaker(const Problem& p)
+      : p_(p),
+        link_(LinkOfDevice(p)),
+        none_offloaded_(static_cast<std::size_t>(p.stages()) * p.microbatches, 0) {}
 
   Move Draw(std::mt19937_64& rng, const Schedule& s) const {
     std::uniform_int_distribution<int> kind(0, 9);
@@ -181,11 +185,10 @@ class MoveMaker {
     if (r.type != OpType::kR) return std::nullopt;
     const OpSpace sp = p_.op_space();
     const Op b{OpType::kB, r.stage, r.microbatch};
-    double ready = cur.end[sp.Index(OpType::kF, r.stage, r.microbatch)];
-    if (r.stage + 1 < p_.stages()) {
-      ready = std::max(
-          ready, cur.end[sp.Index(OpType::kB, r.stage + 1, r.microbatch)] + CommTime(p_, r.stage));
-    }
+    double ready = 0;
+    ForEachPredecessor(p_, none_offloaded_, b, [&](const Op& q, double lag) {
+      ready = std::max(ready, cur.end[sp.Index(q)] + lag);
+    });
     const auto& lane = out.compute[p_.stage_device[r.stage]];
     const auto at = std::find(lane.begin(), lane.end(), b);
     if (at != lane.begin() && at != lane.end())
@@ -261,6 +264,7 @@ class MoveMaker {
 
   const Problem& p_;
   const std::vector<int> link_;
+  const std::vector<char> none_offloaded_;  // a B's predecessors but its reload
 };
 
 }  // namespace

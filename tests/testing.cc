@@ -110,13 +110,10 @@ class SemiActive {
   // times without memory: no schedule of these orders ends earlier.
   bool Run(const Schedule& s, const std::vector<std::vector<Op>>* alloc) {
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    offloaded_.assign(static_cast<std::size_t>(p_.stages()) * p_.microbatches, 0);
+    offloaded_ = OffloadedSet(p_, s);
     lanes_.clear();
     for (const std::vector<Op>& lane : s.compute) lanes_.push_back(&lane);
-    for (const std::vector<Op>& lane : s.copy) {
-      lanes_.push_back(&lane);
-      for (const Op& op : lane) offloaded_[Activation(op)] = 1;
-    }
+    for (const std::vector<Op>& lane : s.copy) lanes_.push_back(&lane);
     start_.assign(space_.size(), nan);
     end_.assign(space_.size(), nan);
     mem_ = p_.static_memory;
@@ -164,9 +161,6 @@ class SemiActive {
   double makespan() const { return makespan_; }
 
  private:
-  std::size_t Activation(const Op& op) const {
-    return static_cast<std::size_t>(op.stage) * p_.microbatches + op.microbatch;
-  }
   // When every predecessor has ended and its lag passed; NaN while one runs.
   double ReadyAt(const Op& h) const {
     const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -280,11 +274,7 @@ void ForEachAllocationOrder(const Problem& p, const Schedule& s, SemiActive& sem
 // these orders starts any op sooner.
 bool WaitsForMemory(const Problem& p, const Schedule& s, const SimResult& r) {
   const OpSpace space = p.op_space();
-  std::vector<char> offloaded(static_cast<std::size_t>(p.stages()) * p.microbatches, 0);
-  for (const std::vector<Op>& lane : s.copy) {
-    for (const Op& op : lane)
-      offloaded[static_cast<std::size_t>(op.stage) * p.microbatches + op.microbatch] = 1;
-  }
+  const std::vector<char> offloaded = OffloadedSet(p, s);
   const auto waits = [&](const std::vector<Op>& lane) {
     for (std::size_t k = 0; k < lane.size(); ++k) {
       double ready = k > 0 ? r.end[space.Index(lane[k - 1])] : 0.0;
