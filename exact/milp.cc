@@ -204,7 +204,7 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
   // where the order search does not apply (exact/sat_search.h).
   if (opt.sat_search && best && SatSearchApplies(p)) {
     SatSearchOptions ss;
-    ss.time_limit_s = std::max(0.0, opt.time_limit_s - elapsed()) * 3 / 4;
+    ss.time_limit_s = std::max(0.0, opt.time_limit_s - elapsed()) * 9 / 10;
     ss.stop = opt.stop;
     ss.log = log;
     ss.hint = &*best_sim;

@@ -367,8 +367,8 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     // A probe's share of the time left; an encoding may take all of it (the
     // solvers it builds serve every later probe), and the first probe its
     // share of what remains after.
-    const auto share =
-        std::chrono::microseconds(static_cast<std::int64_t>((steps == 0 ? left : left / 2) * 1e6));
+    const double fraction = steps == 0 ? 1 : below_best && steps > kFineSteps ? 0.125 : 0.5;
+    const auto share = std::chrono::microseconds(static_cast<std::int64_t>(fraction * left * 1e6));
     const Clock::time_point end =
         Clock::now() + std::chrono::microseconds(static_cast<std::int64_t>(left * 1e6));
     // The solvers race, each on its own thread with its own seed (the first
