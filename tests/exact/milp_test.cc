@@ -314,7 +314,9 @@ TEST(Milp, RandomTinyProblemsAgreeWithTheBruteForce) {
     ASSERT_TRUE(r.ok()) << what << "\n" << r.status().message();
     ExpectSound(p, *r, what);
     EXPECT_LE(r->bound, brute + kTol) << what;
-    if (r->schedule) EXPECT_GE(r->objective, brute - kTol) << what;
+    if (r->schedule) {
+      EXPECT_GE(r->objective, brute - kTol) << what;
+    }
     if (r->termination == MilpTermination::kOptimal) {
       ++proven;
       EXPECT_NEAR(r->objective, brute, kTol) << what;
