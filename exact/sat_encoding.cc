@@ -79,7 +79,8 @@ void Encoding::Phases(const SimResult& hint) {
   }
 }
 
-std::vector<int> Encoding::Keep(const SimResult& hint, const std::function<bool(int)>& free) const {
+std::vector<int> Encoding::Keep(const SimResult& hint, const std::function<bool(int)>& free,
+                               bool loose) const {
   const OpSpace space = p_.op_space();
   std::vector<char> is_free(ops_.size());
   for (std::size_t i = 0; i < ops_.size(); ++i) is_free[i] = free(space.Index(ops_[i].op));
@@ -92,7 +93,7 @@ std::vector<int> Encoding::Keep(const SimResult& hint, const std::function<bool(
     out.push_back(std::isnan(hint.start[space.Index(o.op)]) ? -o.offload_var : o.offload_var);
   }
   for (const auto& [i, j, x] : orders_) {
-    if (is_free[i] && is_free[j]) continue;
+    if (loose ? is_free[i] || is_free[j] : is_free[i] && is_free[j]) continue;
     const double a = hint.start[space.Index(ops_[i].op)], b = hint.start[space.Index(ops_[j].op)];
     if (!std::isnan(a) && !std::isnan(b)) out.push_back(a <= b ? x : -x);
   }

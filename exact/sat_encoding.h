@@ -54,10 +54,12 @@ class Encoding {
 
   // Assumptions that hold a known schedule (`hint`'s times) outside a
   // neighbourhood, for a large neighbourhood search: the order of every two
-  // ops of a lane that are not both free, and the offload choice of every
+  // ops of a lane that are not both free (`loose`: that are both fixed, so a
+  // free op may move past fixed ones), and the offload choice of every
   // activation whose forward and backward are both fixed, as `hint` has them.
   // `free(op index in the op space)` names the ops left to the solver.
-  std::vector<int> Keep(const SimResult& hint, const std::function<bool(int)>& free) const;
+  std::vector<int> Keep(const SimResult& hint, const std::function<bool(int)>& free,
+                        bool loose = false) const;
 
   // Narrower start windows than the chains give, for a neighbourhood that
   // builds only what it leaves free: [lo, hi] in grains per op (indexed by

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/lower_bound.h"
 #include "core/text_format.h"
 #include "exact/sat_encoding.h"
 
@@ -136,6 +137,14 @@ struct Incumbent {
   }
 };
 
+// More grains than this between the bound and the best make a grid fine.
+constexpr int kFineSteps = 32;
+
+// Problems of this many compute ops or more (8x16 with two chunks: 512) are
+// large: there a probe on the whole problem just below the best is cut short
+// (fz8x16v2-L3 after 82 s of milp's 300), and the neighbourhoods find more.
+constexpr int kLargeOps = 256;
+
 // A neighbourhood step's time: a fiftieth of the search left until `end`,
 // between 0.1 and 1 s.
 double StepSeconds(Clock::time_point end) {
@@ -143,9 +152,18 @@ double StepSeconds(Clock::time_point end) {
 }
 
 // One solver's neighbourhoods until `end`: "a schedule a grain better than
-// the best, keeping its orders and offloads outside [lo, lo + width)".
+// the best, keeping its orders and offloads outside [lo, lo + width)", or,
+// every other step, "... with two micro-batches taken out and put back
+// anywhere": their ops free, their offloads too, the other ops in the best's
+// order among themselves. A time window frees only what runs close
+// together; the reinsertion can, say, keep a micro-batch's activations and
+// run its chain at once, which needs its forwards and backwards, far apart,
+// to move together (fz8x16v2-L3, from a 130 where windows alone found
+// nothing in 150 s: 129 in 3 of 5 seeds, 128 in one). Not on a fine grid,
+// where a micro-batch's ops have thousands of columns each to go to and the
+// windows find more (hetoff-4s, r48-0s).
 void NeighbourhoodWorker(const Problem& p, double g, Racer& r, std::uint64_t seed, Incumbent& inc,
-                         Clock::time_point end, const std::atomic<bool>* stop) {
+                         Clock::time_point end, const std::atomic<bool>* stop, bool reinsertion) {
   const OpSpace space = p.op_space();
   Simulator simulator(p);
   std::mt19937_64 rng(seed);
@@ -165,6 +183,10 @@ void NeighbourhoodWorker(const Problem& p, double g, Racer& r, std::uint64_t see
         if (width == 0) width = best / 4;
       }
     }
+    const bool reinsert =
+        reinsertion && p.microbatches > 2 && std::bernoulli_distribution(0.5)(rng);
+    std::uniform_int_distribution<int> pick(0, p.microbatches - 1);
+    const int m1 = pick(rng), m2 = pick(rng);
     const double lo = std::uniform_real_distribution<double>(-width / 2, best - width / 2)(rng);
     const double hi = lo + width;
     const auto within = [&](OpType t, int s, int m) {
@@ -173,6 +195,7 @@ void NeighbourhoodWorker(const Problem& p, double g, Racer& r, std::uint64_t see
     };
     const auto free = [&](int i) {
       const Op op = space.At(i);
+      if (reinsert) return op.microbatch == m1 || op.microbatch == m2;
       if (op.type == OpType::kO || op.type == OpType::kR) {
         return within(OpType::kF, op.stage, op.microbatch) ||
                within(OpType::kB, op.stage, op.microbatch);
@@ -180,7 +203,7 @@ void NeighbourhoodWorker(const Problem& p, double g, Racer& r, std::uint64_t see
       return within(op.type, op.stage, op.microbatch);
     };
     r.enc.Phases(hint);
-    for (int lit : r.enc.Keep(hint, free)) r.solver.assume(lit);
+    for (int lit : r.enc.Keep(hint, free, /*loose=*/reinsert)) r.solver.assume(lit);
     r.solver.assume(cap);
     Deadline deadline(std::min(end, Clock::now() + std::chrono::microseconds(
                                                        static_cast<std::int64_t>(step * 1e6))),
@@ -188,8 +211,8 @@ void NeighbourhoodWorker(const Problem& p, double g, Racer& r, std::uint64_t see
     r.solver.connect_terminator(&deadline);
     const int code = r.solver.solve();
     r.solver.disconnect_terminator();
-    if (code == 20) width = std::min(2 * best, width * 1.1);  // nothing there: look wider
-    if (code == 0) width = std::max(4 * g, width / 1.25);     // too hard: narrower
+    if (!reinsert && code == 20) width = std::min(2 * best, width * 1.1);  // look wider
+    if (!reinsert && code == 0) width = std::max(4 * g, width / 1.25);     // too hard: narrower
     if (code != 10) continue;
     StatusOr<Schedule> s = OrdersOf(p, r.enc.Decode());
     StatusOr<SimResult> sim = s.ok() ? simulator.Run(*s) : StatusOr<SimResult>(s.status());
@@ -267,10 +290,12 @@ void WindowWorker(const Problem& p, double g, std::uint64_t seed, Incumbent& inc
 }
 
 // The solvers' neighbourhoods around `best` for `seconds`, one thread each; a
-// better schedule found becomes res's.
+// better schedule found becomes res's. `bound`: a lower bound (whether the
+// grid is fine).
 void Neighbourhoods(const Problem& p, double g, std::vector<std::unique_ptr<Racer>>& racers,
-                    const SimResult& best, double seconds, const SatSearchOptions& opt,
-                    SatSearchResult& res, double patience = 1) {
+                    const SimResult& best, double bound, double seconds,
+                    const SatSearchOptions& opt, SatSearchResult& res, double patience = 1) {
+  const bool fine = Grains(res.best - bound, g) > kFineSteps;
   const Clock::time_point t0 = Clock::now();
   Incumbent inc;
   inc.objective = res.best;
@@ -284,7 +309,7 @@ void Neighbourhoods(const Problem& p, double g, std::vector<std::unique_ptr<Race
   for (std::size_t k = 0; k < racers.size(); ++k) {
     if (racers[k]->built == Encoding::Built::kOk) {
       threads.emplace_back(NeighbourhoodWorker, std::cref(p), g, std::ref(*racers[k]), k,
-                           std::ref(inc), until, opt.stop);
+                           std::ref(inc), until, opt.stop, !fine);
     } else if (racers[k]->built == Encoding::Built::kTooLarge) {
       threads.emplace_back(WindowWorker, std::cref(p), g, k, std::ref(inc), until, std::cref(opt));
     }
@@ -319,8 +344,6 @@ struct SatSession::Racers {
 SatSession::SatSession() : racers_(std::make_unique<Racers>()) {}
 SatSession::~SatSession() = default;
 
-// More grains than this between the bound and the best make a grid fine.
-constexpr int kFineSteps = 32;
 
 // On a fine grid, where a probe just below the best found a schedule,
 // neighbourhoods that have found nothing for this share of their time yield
@@ -367,7 +390,9 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     // A probe's share of the time left; an encoding may take all of it (the
     // solvers it builds serve every later probe), and the first probe its
     // share of what remains after.
-    const double fraction = steps == 0 ? 1 : below_best && steps > kFineSteps ? 0.125 : 0.5;
+    const bool large = p.stages() * p.microbatches * (p.split_backward ? 3 : 2) >= kLargeOps;
+    const double fraction =
+        steps == 0 ? 1 : below_best && (steps > kFineSteps || large) ? 0.125 : 0.5;
     const auto share = std::chrono::microseconds(static_cast<std::int64_t>(fraction * left * 1e6));
     const Clock::time_point end =
         Clock::now() + std::chrono::microseconds(static_cast<std::int64_t>(left * 1e6));
@@ -448,7 +473,7 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
       for (int found = -1; found < res.neighbourhood_schedules && !(opt.stop && opt.stop->load()) &&
                            seconds() < opt.time_limit_s;) {
         found = res.neighbourhood_schedules;
-        Neighbourhoods(p, g, racers, res.sim ? *res.sim : *hint,
+        Neighbourhoods(p, g, racers, res.sim ? *res.sim : *hint, res.bound,
                        opt.neighbourhood_share * (opt.time_limit_s - seconds()), opt, res,
                        patience);
       }
@@ -523,7 +548,7 @@ SatSearchResult SearchNeighbourhoods(const Problem& p, const SimResult& best,
   res.variables = racers[0]->enc.variables();
   res.clauses = racers[0]->enc.clauses();
   const double left = opt.time_limit_s - std::chrono::duration<double>(Clock::now() - t0).count();
-  Neighbourhoods(p, g, racers, best, left, opt, res);
+  Neighbourhoods(p, g, racers, best, AtGrain(p, ComputeLowerBound(p).value), left, opt, res);
   return res;
 }
 

@@ -24,9 +24,10 @@
 // middle): a schedule
 // by T (decoded, re-timed by the Simulator) is the new incumbent, "none by T"
 // raises the bound to T + g, and the two meeting prove the incumbent optimal.
-// A probe gets half of the time left (the last one all of it; on a fine
-// grid one just below the best an eighth: it gains one grain of many and is
-// mostly cut short, r48-1f's after 12-18 s); one cut short
+// A probe gets half of the time left (the last one all of it; one just
+// below the best an eighth on a fine grid, where it gains one grain of many
+// and is mostly cut short, r48-1f's after 12-18 s, and on a problem of 256
+// compute ops or more, where it is cut short too); one cut short
 // proves nothing and sends the next probes below it. Where the first probe
 // below the best is cut short (or too large to encode), or on a fine grid
 // (more than 32 grains between the bound and the best) finds a schedule,
@@ -39,6 +40,11 @@
 // chunks and room for 5: auto's 128 -> 124 within milp's 60 s, where the
 // probes on the whole problem found nothing; on a grain of 0.01, r48-1f
 // 43.04 -> 42.59-42.63 within milp's 60 s); its windows prove nothing.
+// Except on a fine grid, every other step instead takes two random
+// micro-batches out and lets them go back anywhere (their ops and offloads
+// free, the other ops in the best's order among themselves): a change no
+// time window holds, such as keeping a micro-batch's activations and running
+// its chain at once (fz8x16v2-L3: 130 -> 128-129 where windows found nothing).
 // On a fine grid, a search that has found nothing for a quarter of its time
 // ends early and leaves the rest to the probes (hetoff-4s: 36.78-36.81 by
 // one-grain probes after neighbourhoods that found nothing).

@@ -199,6 +199,42 @@ TEST(SatEncoding, KeepHoldsAScheduleOutsideItsNeighbourhood) {
   EXPECT_EQ(probe(T - 1, false), 10);
 }
 
+// Loose: a micro-batch taken out of 1F1B's schedule goes back anywhere (no
+// pair with one of its ops is held) while every other op keeps 1F1B's order
+// among the others; held strictly it could not move past them.
+TEST(SatEncoding, LooseKeepFreesAMicroBatchAndHoldsTheOthers) {
+  const Problem p = testing::UnitProblem(4, 8, true);
+  const Solution s = Seed(p, "1f1b");
+  const int T = sat::Grains(s.sim.objective, 1.0);
+  CaDiCaL::Solver solver;
+  sat::Encoding enc(p, T, 1.0, 1.0, solver);
+  ASSERT_EQ(enc.Build(40'000'000, [] { return false; }), sat::Encoding::Built::kOk);
+  const OpSpace space = p.op_space();
+  const int out = 3;
+  const auto free = [&](int i) { return space.At(i).microbatch == out; };
+  const std::vector<int> strict = enc.Keep(s.sim, free), loose = enc.Keep(s.sim, free, true);
+  EXPECT_LT(loose.size(), strict.size());
+  for (int lit : loose) solver.assume(lit);
+  solver.assume(enc.Cap(T));
+  ASSERT_EQ(solver.solve(), 10);
+  StatusOr<Schedule> decoded = OrdersOf(p, enc.Decode());
+  ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+  const auto others = [&](std::vector<Op> lane) {
+    std::erase_if(lane, [&](const Op& op) { return op.microbatch == out; });
+    return lane;
+  };
+  for (int d = 0; d < p.devices; ++d) {
+    EXPECT_EQ(others(decoded->compute[d]), others(s.schedule.compute[d])) << "device " << d;
+  }
+  // Held strictly, the micro-batch keeps its place too: 1F1B's orders.
+  for (int lit : strict) solver.assume(lit);
+  solver.assume(enc.Cap(T));
+  ASSERT_EQ(solver.solve(), 10);
+  decoded = OrdersOf(p, enc.Decode());
+  ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+  EXPECT_EQ(decoded->compute, s.schedule.compute);
+}
+
 // Windows narrowed to one start each, 1F1B's: the encoding holds that
 // schedule and little else (no order to choose), and below its makespan an op
 // has no start left.
