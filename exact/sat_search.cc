@@ -344,7 +344,6 @@ struct SatSession::Racers {
 SatSession::SatSession() : racers_(std::make_unique<Racers>()) {}
 SatSession::~SatSession() = default;
 
-
 // On a fine grid, where a probe just below the best found a schedule,
 // neighbourhoods that have found nothing for this share of their time yield
 // it to the probes: on hetoff-4s they find nothing where one-grain probes
@@ -391,8 +390,9 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     // solvers it builds serve every later probe), and the first probe its
     // share of what remains after.
     const bool large = p.stages() * p.microbatches * (p.split_backward ? 3 : 2) >= kLargeOps;
-    const double fraction =
-        steps == 0 ? 1 : below_best && (steps > kFineSteps || large) ? 0.125 : 0.5;
+    const double fraction = steps == 0                                    ? 1
+                            : below_best && (steps > kFineSteps || large) ? 0.125
+                                                                          : 0.5;
     const auto share = std::chrono::microseconds(static_cast<std::int64_t>(fraction * left * 1e6));
     const Clock::time_point end =
         Clock::now() + std::chrono::microseconds(static_cast<std::int64_t>(left * 1e6));
