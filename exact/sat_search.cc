@@ -161,7 +161,8 @@ double StepSeconds(Clock::time_point end) {
 // to move together (fz8x16v2-L3, from a 130 where windows alone found
 // nothing in 150 s: 129 in 3 of 5 seeds, 128 in one). Not on a fine grid,
 // where a micro-batch's ops have thousands of columns each to go to and the
-// windows find more (hetoff-4s, r48-0s).
+// windows alone found more (milp at 60 s, one run: hetoff-4s 36.71 and
+// r48-0s 37.25 with it, 36.59-36.70 and 37.22-37.23 without).
 void NeighbourhoodWorker(const Problem& p, double g, Racer& r, std::uint64_t seed, Incumbent& inc,
                          Clock::time_point end, const std::atomic<bool>* stop, bool reinsertion) {
   const OpSpace space = p.op_space();
