@@ -80,7 +80,7 @@ void Encoding::Phases(const SimResult& hint) {
 }
 
 std::vector<int> Encoding::Keep(const SimResult& hint, const std::function<bool(int)>& free,
-                               bool loose) const {
+                                bool loose) const {
   const OpSpace space = p_.op_space();
   std::vector<char> is_free(ops_.size());
   for (std::size_t i = 0; i < ops_.size(); ++i) is_free[i] = free(space.Index(ops_[i].op));
