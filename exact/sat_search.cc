@@ -370,6 +370,7 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
   SatSession::Racers& session = *(opt.session ? opt.session : &own)->racers_;
   std::vector<std::unique_ptr<Racer>>& racers = session.solvers;
   double ceiling = incumbent;  // targets lie below it (lowered by a probe cut short)
+  const bool large = p.stages() * p.microbatches * (p.split_backward ? 3 : 2) >= kLargeOps;
   bool descend = true;
   bool searched_neighbourhoods = false;
   while (res.bound < res.best - tol) {
@@ -390,7 +391,6 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     // A probe's share of the time left; an encoding may take all of it (the
     // solvers it builds serve every later probe), and the first probe its
     // share of what remains after.
-    const bool large = p.stages() * p.microbatches * (p.split_backward ? 3 : 2) >= kLargeOps;
     const double fraction = steps == 0                                    ? 1
                             : below_best && (steps > kFineSteps || large) ? 0.125
                                                                           : 0.5;
