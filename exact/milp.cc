@@ -204,12 +204,13 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
   // where the order search does not apply (exact/sat_search.h).
   if (opt.sat_search && best && SatSearchApplies(p)) {
     SatSearchOptions ss;
-    ss.time_limit_s = std::max(0.0, opt.time_limit_s - elapsed()) * 9 / 10;
+    const bool large = SatSearchIsLarge(p);
+    ss.time_limit_s = std::max(0.0, opt.time_limit_s - elapsed()) * (large ? 0.95 : 0.9);
     ss.stop = opt.stop;
     ss.log = log;
     ss.hint = &*best_sim;
     ss.session = opt.sat_session;
-    ss.neighbourhood_share = 0.75;
+    ss.neighbourhood_share = large ? 0.9 : 0.75;
     SatSearchResult r = SearchTimeIndexed(p, core_bound, best_sim->objective, ss);
     if (r.schedule) adopt(std::move(*r.schedule), *r.sim);
     core_bound = AtGrain(p, std::max(core_bound, r.bound));

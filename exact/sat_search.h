@@ -26,8 +26,8 @@
 // raises the bound to T + g, and the two meeting prove the incumbent optimal.
 // A probe gets half of the time left (the last one all of it; one just
 // below the best an eighth on a fine grid, where it gains one grain of many
-// and is mostly cut short, r48-1f's after 12-18 s, and on a problem of 256
-// compute ops or more, where it is cut short too); one cut short
+// and is mostly cut short, r48-1f's after 12-18 s, and on a large problem,
+// see SatSearchIsLarge, where it is cut short too); one cut short
 // proves nothing and sends the next probes below it. Where the first probe
 // below the best is cut short (or too large to encode), or on a fine grid
 // (more than 32 grains between the bound and the best) finds a schedule,
@@ -144,6 +144,13 @@ struct SatSearchResult {
 // differences) multiples of a memory grain in {1, 1/2, ..., 1/1000} with every
 // device's room at most 1000 grains.
 bool SatSearchApplies(const Problem& p);
+
+// Problems of 256 compute ops or more (8x16 with two chunks: 512; unit 8x16:
+// 256) are large for the probes: there a probe on the whole problem below a
+// good schedule is cut short (fz8x16v2-L3 after 82 s of milp's 300; of the
+// logged 8x16 probes just below the best only unit 8x16's 62 -> 61 decided,
+// in 0.4 s), and the neighbourhoods find the better schedules.
+bool SatSearchIsLarge(const Problem& p);
 
 // The literals of the lanes' order clauses of a probe by `horizon`, most of
 // its encoding (about 20 million are encoded a second): what a caller with

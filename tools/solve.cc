@@ -161,10 +161,14 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
   // often prove a quick schedule optimal at once: a tenth of the budget from
   // the list scheduler's first (fz4x8v2-L3 proven in 3 s, not after auto's
   // warm start in 17 s). When they do not, what they proved and found
-  // carries on.
+  // carries on. Not where only the SAT probes apply and the problem is large
+  // (SatSearchIsLarge): there they prove nothing in a tenth of the budget,
+  // and their schedule was worse than auto's on every 8x16 problem of the
+  // benchmark set (fz8x16v2-L3: 139-141 against 131).
+  const bool large = SatSearchIsLarge(p);
   std::optional<MilpResult> quick;
   SatSession sat;  // the SAT probes' solvers, encoded once for both passes
-  if (OrderSearchApplies(p) || SatSearchApplies(p)) {
+  if (OrderSearchApplies(p) || (SatSearchApplies(p) && !large)) {
     if (StatusOr<Solution> list = RunMethod(p, "list"); list.ok()) {
       MilpOptions qo;
       qo.time_limit_s = opt.time_limit_s / 10;
@@ -179,10 +183,14 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
   }
   // Warm start: auto with a fifth of the budget (or the quick pass's schedule,
   // if better), stopping where it meets the core bound (a tenth of the budget).
+  // On a large problem a tenth: its local search improved none of the 8x16
+  // problems of the benchmark set in 30 s, and its list tuning found the
+  // same schedules in 15 s as in 30 (fz8x16v2-L2, -L3, -L5: 144, 131, 126),
+  // so the time goes to the SAT neighbourhoods, which found better ones.
   const double core_bound =
       std::max(CoreBound(p, opt, /*for_milp=*/true), quick ? quick->bound : 0.0);
   SearchOptions search = Heuristic(opt);
-  search.time_limit_s = opt.time_limit_s / 5;
+  search.time_limit_s = opt.time_limit_s / (large ? 10 : 5);
   if (!opt.evaluations) search.known_bound = core_bound;
   StatusOr<Solution> auto_run = SolveAuto(p, search, opt.log);
   const Schedule* warm = auto_run.ok() ? &auto_run->schedule : nullptr;
