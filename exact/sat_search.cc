@@ -186,9 +186,10 @@ void NeighbourhoodWorker(const Problem& p, double g, Racer& r, std::uint64_t see
     const bool reinsert =
         reinsertion && p.microbatches > 2 && std::bernoulli_distribution(0.5)(rng);
     // Two distinct micro-batches (the same one twice frees only one): on
-    // fz8x16v2-L3 from a 130, 120 s, three seeds, adapting their number
-    // (one to three: fewer after a step cut short, more after one proven
-    // empty) found nothing, two every time 129 in all three and 128 in one.
+    // fz8x16v2-L3 from a 130, 120 s, three seeds, two in every step found
+    // 129 in all three (128 in one), while adapting their number (one to
+    // three: fewer after a step cut short, more after one proven empty)
+    // found nothing.
     int m1 = -1, m2 = -1;
     if (reinsert) {
       m1 = std::uniform_int_distribution<int>(0, p.microbatches - 1)(rng);

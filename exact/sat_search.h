@@ -145,11 +145,12 @@ struct SatSearchResult {
 // device's room at most 1000 grains.
 bool SatSearchApplies(const Problem& p);
 
-// Problems of 256 compute ops or more (8x16 with two chunks: 512; unit 8x16:
-// 256) are large for the probes: there a probe on the whole problem below a
-// good schedule is cut short (fz8x16v2-L3 after 82 s of milp's 300; of the
-// logged 8x16 probes just below the best only unit 8x16's 62 -> 61 decided,
-// in 0.4 s), and the neighbourhoods find the better schedules.
+// Problems of 256 compute ops or more (8x16: 256 with one chunk, 384 with a
+// split backward, 512 with two chunks) are large for the probes: there a
+// probe on the whole problem below a good schedule is cut short
+// (fz8x16v2-L3 after 82 s of milp's 300; of the logged 8x16 probes just
+// below the best only unit 8x16's 62 -> 61 decided, in 0.4 s), and the
+// neighbourhoods find the better schedules.
 bool SatSearchIsLarge(const Problem& p);
 
 // The literals of the lanes' order clauses of a probe by `horizon`, most of
