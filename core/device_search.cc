@@ -15,7 +15,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // when they end.
 struct LaneState {
   int nF = 0, nO = 0, nR = 0, nBk = 0, nBo = 0, nW = 0;
-  std::vector<char> off;           // per F placed: offloaded
   std::vector<int> kept, offl;     // activations of each class, in F order
   std::vector<double> fend;        // per activation
   std::vector<double> oend, rend;  // per offloaded activation, in class order
@@ -273,15 +272,16 @@ class Search {
     return std::max(mem, link);
   }
 
-  // Exact (no two states share a key): per lane six counts of at most 24 and
-  // the offload choice of at most 24 forwards.
+  // Exact (no two states share a key): per lane six counts of at most 24
+  // and how many of its forwards were offloaded. Which ones were is left out:
+  // a completion takes the pending activations of each class in forward
+  // order and the forwards of the next lane by count, so what it depends on
+  // is their times in that order (Times), whichever micro-batches they are.
   std::string Key(const State& s) const {
     std::string k;
     for (const LaneState& q : s.l) {
-      for (int v : {q.nF, q.nO, q.nR, q.nBk, q.nBo, q.nW}) k.push_back(static_cast<char>(v));
-      std::uint32_t mask = 0;
-      for (int i = 0; i < q.nF; ++i) mask |= static_cast<std::uint32_t>(q.off[i]) << i;
-      for (int byte = 0; byte < 3; ++byte) k.push_back(static_cast<char>(mask >> (8 * byte)));
+      for (int v : {q.nF, q.nO, q.nR, q.nBk, q.nBo, q.nW, static_cast<int>(q.offl.size())})
+        k.push_back(static_cast<char>(v));
     }
     return k;
   }
@@ -289,6 +289,9 @@ class Search {
   // s.t, so a time before it counts as s.t, except where a later op may start
   // a delay after it: a forward's end (its backward, fend + gap, and the next
   // lane's forward, + df) and a backward's end (the previous lane's, + db).
+  // The forwards' ends by role: those the next lane's forwards still wait
+  // for, by count, then the kept and the offloaded activations still waiting
+  // for their backwards, each class in forward order.
   std::vector<double> Times(const State& s) const {
     std::vector<double> v = {s.t, s.obj};
     for (int d = 0; d < r_.devices; ++d) v.push_back(std::max(s.cf[d], s.t));
@@ -296,8 +299,14 @@ class Search {
     for (std::size_t i = 0; i < r_.lanes.size(); ++i) {
       const Lane& ln = r_.lanes[i];
       const LaneState& q = s.l[i];
-      const double df = i + 1 < r_.lanes.size() ? r_.lanes[i + 1].df : 0.0;
-      for (double x : q.fend) v.push_back(std::max(x, s.t - std::max(ln.gap, df)));
+      if (i + 1 < r_.lanes.size()) {
+        const double df = r_.lanes[i + 1].df;
+        for (int k = s.l[i + 1].nF; k < q.nF; ++k) v.push_back(std::max(q.fend[k], s.t - df));
+      }
+      for (int j = q.nBk; j < static_cast<int>(q.kept.size()); ++j)
+        v.push_back(std::max(q.fend[q.kept[j]], s.t - ln.gap));
+      for (int j = q.nBo; j < static_cast<int>(q.offl.size()); ++j)
+        v.push_back(std::max(q.fend[q.offl[j]], s.t - ln.gap));
       for (double x : q.bend) v.push_back(std::max(x, s.t - ln.db));
       for (const auto* arr : {&q.oend, &q.rend, &q.wend}) {
         for (double x : *arr) v.push_back(std::max(x, s.t));
@@ -427,7 +436,6 @@ class Search {
         const double end = mv.start + ln.f;
         const int k = q.nF++;
         const bool off = mv.kind == Kind::kFOff;
-        q.off.push_back(off);
         q.fend.push_back(end);
         (off ? q.offl : q.kept).push_back(k);
         n.cf[ln.dev] = end;
