@@ -312,6 +312,17 @@ Encoding::Built Encoding::AddLinks(const std::function<bool()>& stop) {
         Disjoint(ops[a], ops[b], ya, yb);
       }
     }
+    // The round trips a link carries fit between its earliest copy start and
+    // its latest copy end: implied by the order clauses above, but only
+    // through a pigeonhole argument, which resolution cannot make short.
+    int lo = H_, hi = 0;
+    std::vector<std::pair<int, int>> trips;  // (offload variable, both copies' grains)
+    for (const int i : ops) {
+      lo = std::min(lo, ops_[i].lo);
+      hi = std::max(hi, ops_[i].hi + ops_[i].d);
+      if (ops_[i].op.type == OpType::kO) trips.push_back({ops_[i].offload_var, 2 * ops_[i].d});
+    }
+    if (!trips.empty()) AtMost(trips, hi - lo);
   }
   return Built::kOk;
 }
