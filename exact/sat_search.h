@@ -14,7 +14,7 @@
 // start and its latest copy end (a cardinality constraint that the order
 // clauses imply only by pigeonhole counting, which resolution cannot do
 // briefly: probes proving "none by T" on u48-r2-o2, u48-r3-o2 and
-// fz4x8v1-L2 took 1.5 times less time in all, over two seeds). Memory is
+// fz4x8v1-L2 took 1.5 times less time in all, over three seeds). Memory is
 // checked at every grid instant (it changes only there): the activations of
 // a device that are live then (started and not yet freed by B, W or O, or
 // reloaded by R) weigh at most its room, a pseudo-Boolean constraint in
