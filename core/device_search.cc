@@ -272,8 +272,8 @@ class Search {
     return std::max(mem, link);
   }
 
-  // Exact (no two states share a key): per lane six counts of at most 24
-  // and how many of its forwards were offloaded. Which ones were is left out:
+  // States of different counts never share a key: per lane six counts of at
+  // most 24 and how many of its forwards were offloaded. Which ones is left out:
   // a completion takes the pending activations of each class in forward
   // order and the forwards of the next lane by count, so what it depends on
   // is their times in that order (Times), whichever micro-batches they are.
