@@ -51,14 +51,16 @@ class Search {
   // as far without a grain), never above a completion found (each probe may
   // take half of the nodes left, the least target left all of them: cut
   // short there, the search ends). With a grain g every target is a multiple
-  // of it: "none before k g" proves k g for the problem (see Up).
-  double Run(double known = 0) {
+  // of it: "none before k g" proves k g for the problem (see Up). No target
+  // lies above `upper`, as if a probe had found a completion there.
+  double Run(double known, double upper) {
     const State root_state = Root();
     const double root = NodeBound(root_state);
     double lo = std::max(root, known);  // proven
+    if (lo >= upper - tol_) return lo;
     const double g = r_.grain;
     double step = std::max({1e-2 * lo, 1e3 * tol_, g});
-    double found = kInf;  // the least completion any probe found
+    double found = upper;  // the least completion any probe found
     while (true) {
       // Past twice the root's bound, one last search without a target (it
       // also tells a relaxation with no schedule at all: infinity).
@@ -526,11 +528,11 @@ class Search {
 
 }  // namespace
 
-Result Solve(const Relaxed& r, double known, std::int64_t max_nodes,
+Result Solve(const Relaxed& r, double known, double upper, std::int64_t max_nodes,
              std::chrono::steady_clock::time_point deadline) {
   Search search(r, max_nodes, deadline);
   Result out;
-  out.value = search.Run(known);
+  out.value = search.Run(known, upper);
   out.finished = search.finished();
   out.nodes = search.nodes();
   return out;

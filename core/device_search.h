@@ -54,8 +54,11 @@ struct Result {
 };
 
 // The relaxation's least makespan, from a bound `known` on it, in at most
-// `max_nodes` nodes and by `deadline`.
-Result Solve(const Relaxed& r, double known, std::int64_t max_nodes,
+// `max_nodes` nodes and by `deadline`. No probe aims above `upper` (an
+// objective a schedule of the problem reaches): a probe there that finds
+// nothing proves it, and the value is then `upper` (at most the least
+// makespan, whatever `upper` is).
+Result Solve(const Relaxed& r, double known, double upper, std::int64_t max_nodes,
              std::chrono::steady_clock::time_point deadline);
 
 }  // namespace optpipe::device_search

@@ -171,7 +171,7 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
   // The relaxation's least makespan (a bound on it when cut short), from a
   // bound `known` on it, in at most `nodes` nodes.
   const auto solve = [&](const Relaxed& r, double known, std::int64_t nodes, bool& finished) {
-    const device_search::Result res = device_search::Solve(r, known, nodes, deadline);
+    const device_search::Result res = device_search::Solve(r, known, opt.upper, nodes, deadline);
     out.nodes += res.nodes;
     finished = finished && res.finished;
     return res.value;
@@ -191,6 +191,22 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
     finished = finished && done;
     return v;
   };
+  // The pairs a previous call cut short, again from their values (see
+  // DeviceSearchOptions::resume).
+  const auto proved = [&] { return out.value >= opt.upper - 1e-9 * std::max(1.0, out.value); };
+  if (opt.resume) {
+    out = *opt.resume;
+    out.nodes = 0;
+    for (DevicePairValue& q : out.pair_value) {
+      if (q.finished || proved()) continue;
+      q.finished = true;
+      const double v =
+          solve(relaxed({q.devices[0], q.devices[1]}), q.value, opt.max_nodes_per_pair, q.finished);
+      if (v < kInf) q.value = std::max(q.value, v);
+      out.value = std::max(out.value, q.value);
+    }
+    return out;
+  }
   // Every device's first round (a sixteenth of its nodes), then second rounds
   // from what is left of all of them, for the devices cut short that proved
   // more than nothing, most promising first (the higher value first), each
@@ -233,6 +249,7 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
     out.finished = out.finished && done;
   }
   for (int d = 0; d < D; ++d) out.value = std::max(out.value, out.device_value[d]);
+  if (proved()) return out;
   // Devices sharing a host link (see the header): below T, device d offloads
   // at least n_d(T) activations, the least c whose relaxation capped at c
   // offloads ends by T, and the link carries their round trips one copy at a
@@ -286,6 +303,7 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
     out.link_value[l] = T;
     out.value = std::max(out.value, T);
   }
+  if (proved()) return out;
   // Pairs of devices searched together (see the header): those running
   // consecutive stages and those sharing a host link, the most promising
   // (the higher value either proves alone) first.
@@ -321,7 +339,7 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
     for (std::int64_t nodes : {first, opt.max_nodes_per_pair - first}) {
       for (std::size_t i = 0; i < pairs.size(); ++i) {
         DevicePairValue& q = pairs[i];
-        if (nodes != first && (q.finished || !(q.value > known[i]))) continue;
+        if (proved() || (nodes != first && (q.finished || !(q.value > known[i])))) continue;
         q.finished = true;
         const double v = solve(relaxed({q.devices[0], q.devices[1]}), q.value, nodes, q.finished);
         if (v < kInf) q.value = std::max(q.value, v);

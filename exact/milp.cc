@@ -91,16 +91,6 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
   };
 
   MilpResult res;
-  // The core bounds: ComputeLowerBound, and each device alone solved exactly.
-  double core_bound = AtGrain(p, std::max(ComputeLowerBound(p).value, opt.known_bound));
-  if (opt.device_search_nodes > 0) {
-    const DeviceSearchBound search = ComputeDeviceSearchBound(
-        p, {opt.device_search_nodes, opt.time_limit_s / 4, opt.device_search_nodes});
-    core_bound = AtGrain(p, std::max(core_bound, search.value));
-    log("device search bound " + FormatNumber(search.value) + " (" + std::to_string(search.nodes) +
-        " nodes" + (search.finished ? "" : ", cut short") + "), core bound " +
-        FormatNumber(core_bound));
-  }
   Simulator simulator(p);
   std::optional<Schedule> best;
   std::optional<SimResult> best_sim;
@@ -119,6 +109,18 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
     }
   }
   res.from_warm_start = best.has_value();
+  // The core bounds: ComputeLowerBound, and the devices alone and in pairs
+  // solved exactly, aiming no higher than the warm start.
+  double core_bound = AtGrain(p, std::max(ComputeLowerBound(p).value, opt.known_bound));
+  if (opt.device_search_nodes > 0) {
+    DeviceSearchOptions so{opt.device_search_nodes, opt.time_limit_s / 4, opt.device_search_nodes};
+    if (best_sim) so.upper = best_sim->objective;
+    const DeviceSearchBound search = ComputeDeviceSearchBound(p, so);
+    core_bound = AtGrain(p, std::max(core_bound, search.value));
+    log("device search bound " + FormatNumber(search.value) + " (" + std::to_string(search.nodes) +
+        " nodes" + (search.finished ? "" : ", cut short") + "), core bound " +
+        FormatNumber(core_bound));
+  }
   const double grain = TimeGrain(p);
   const double tol = 1e-9 * std::max(1.0, best_sim ? best_sim->objective : 1.0);
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/device_search_bound.h"
+#include "core/lower_bound.h"
 #include "core/text_format.h"
 #include "exact/milp.h"
 #include "exact/order_search.h"
@@ -124,7 +125,7 @@ StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
 // should end it): fz8x16v1-L2 at --time-limit 300, 74 -> 76; each pair of
 // devices may take the whole of it (they run most promising first, in the
 // time the devices left): r48-6s at --time-limit 60, 49.82 -> 51.17.
-double CoreBound(const Problem& p, const SolveOptions& opt, bool for_milp = false) {
+DeviceSearchOptions CoreSearch(const Problem& p, const SolveOptions& opt, bool for_milp) {
   DeviceSearchOptions search;
   search.time_limit_s = 0.1 * opt.time_limit_s;
   if (for_milp) {
@@ -133,7 +134,11 @@ double CoreBound(const Problem& p, const SolveOptions& opt, bool for_milp = fals
                  static_cast<std::int64_t>(1e6 * search.time_limit_s / p.devices));
     search.max_nodes_per_pair = static_cast<std::int64_t>(1e6 * search.time_limit_s);
   }
-  return BestLowerBound(p, search);
+  return search;
+}
+
+double CoreBound(const Problem& p, const SolveOptions& opt) {
+  return BestLowerBound(p, CoreSearch(p, opt, /*for_milp=*/false));
 }
 
 SearchOptions Heuristic(const SolveOptions& opt) {
@@ -181,20 +186,46 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
       if (r.ok() && r->schedule) quick = std::move(*r);
     }
   }
+  DeviceSearchOptions core = CoreSearch(p, opt, /*for_milp=*/true);
+  const DeviceSearchBound devices = ComputeDeviceSearchBound(p, core);
+  double core_bound = std::max(AtGrain(p, std::max(ComputeLowerBound(p).value, devices.value)),
+                               quick ? quick->bound : 0.0);
   // Warm start: auto with a fifth of the budget (or the quick pass's schedule,
   // if better), stopping where it meets the core bound (a tenth of the budget).
   // On a large problem a tenth: its local search improved none of the 8x16
   // problems of the benchmark set in 30 s, and its list tuning found the
   // same schedules in 15 s as in 30 (fz8x16v2-L2, -L3, -L5: 144, 131, 126),
   // so the time goes to the SAT neighbourhoods, which found better ones.
-  const double core_bound =
-      std::max(CoreBound(p, opt, /*for_milp=*/true), quick ? quick->bound : 0.0);
   SearchOptions search = Heuristic(opt);
   search.time_limit_s = opt.time_limit_s / (large ? 10 : 5);
   if (!opt.evaluations) search.known_bound = core_bound;
   StatusOr<Solution> auto_run = SolveAuto(p, search, opt.log);
   const Schedule* warm = auto_run.ok() ? &auto_run->schedule : nullptr;
-  if (quick && (!warm || quick->objective < auto_run->sim.objective)) warm = &*quick->schedule;
+  double warm_objective = auto_run.ok() ? auto_run->sim.objective : 0.0;
+  if (quick && (!warm || quick->objective < warm_objective)) {
+    warm = &*quick->schedule;
+    warm_objective = quick->objective;
+  }
+  // The pairs of devices that search cut short, again from what they
+  // proved, aiming no higher than the warm start (DeviceSearchOptions::upper;
+  // r48-6s at --time-limit 60: 51.19 -> 51.64 in 1.9M nodes, its schedule
+  // proven optimal), the same nodes in a twentieth of the budget: where
+  // they prove nothing more it is lost to the probes (fz4x8v2-L3: 9M nodes
+  // for nothing in a tenth). Not on a large problem, whose pairs stay far
+  // below its schedules.
+  const bool cut_short = std::any_of(devices.pair_value.begin(), devices.pair_value.end(),
+                                     [](const DevicePairValue& q) { return !q.finished; });
+  if (warm && cut_short && !large) {
+    core.time_limit_s = 0.05 * opt.time_limit_s;
+    core.upper = warm_objective;
+    core.resume = &devices;
+    const DeviceSearchBound again = ComputeDeviceSearchBound(p, core);
+    core_bound = std::max(core_bound, AtGrain(p, again.value));
+    if (opt.log) {
+      opt.log("milp: pairs of devices below " + FormatNumber(core.upper) + ": bound " +
+              FormatNumber(again.value) + " (" + std::to_string(again.nodes) + " nodes)");
+    }
+  }
   MilpOptions mo;
   mo.time_limit_s = std::max(0.0, opt.time_limit_s - Since(t0));
   mo.log = opt.log;

@@ -377,5 +377,51 @@ TEST(DeviceSearchBound, NoRoomEndsTheSearch) {
   EXPECT_GT(sb.device_value[1], 0.0);
 }
 
+// An upper end (a known schedule's makespan) caps every probe: the 2x2
+// offload problem's pair proves its brute-force optimum, 10.55, in no more
+// nodes; an upper end below the optimum is proven as it is (no schedule
+// ends before it), never more.
+TEST(DeviceSearchBound, AnUpperEndIsProvenNotPassed) {
+  const Problem p = testing::OffloadTwoByTwo();
+  const DeviceSearchBound plain = ComputeDeviceSearchBound(p);
+  ASSERT_NEAR(plain.value, 10.55, 1e-9);
+  DeviceSearchOptions o;
+  o.upper = 10.55;
+  const DeviceSearchBound capped = ComputeDeviceSearchBound(p, o);
+  EXPECT_NEAR(capped.value, 10.55, 1e-9);
+  EXPECT_LE(capped.nodes, plain.nodes);
+  o.upper = 10.2;
+  const double low = ComputeDeviceSearchBound(p, o).value;
+  EXPECT_GE(low, 10.2 - 1e-9);
+  EXPECT_LE(low, 10.55 + 1e-9);
+}
+
+// A search whose pairs were cut short resumes them alone: the devices keep
+// their values, and the pairs climb from theirs to what one search with the
+// whole budget proves (hetoff-5f of the benchmark set: the devices prove
+// 52.87, the pair of devices 0 and 1 53.45), here below that as upper end.
+TEST(DeviceSearchBound, ResumedPairsClimbFromWhereTheyStopped) {
+  const Problem p = testing::MakeProblem(
+      R"("devices": 4, "microbatches": 8, "split_backward": false,
+         "stage_time": {"f": [1.17, 1.25, 1.28, 1.37], "b": [1.74, 1.92, 1.03, 1.47],
+                        "w": [1.16, 0.95, 1.13, 0.58]},
+         "comm_time": 0.05, "offload_time": [0.53, 0.93, 1.06, 2.33],
+         "memory": {"activation": [1.13, 0.97, 1.18, 1.2], "freed_by_b": [0.45, 0.39, 0.47, 0.48],
+                    "static": 2.0, "limit": [4.486, 3.552, 3.888, 3.92]})");
+  const DeviceSearchBound full = ComputeDeviceSearchBound(p, {1'000'000, 60.0, 1'000'000});
+  ASSERT_NEAR(full.value, 53.45, 1e-9);
+  const DeviceSearchBound cut = ComputeDeviceSearchBound(p, {1'000'000, 60.0, 300});
+  EXPECT_LT(cut.value, 53.45 - 0.5);
+  ASSERT_TRUE(std::any_of(cut.pair_value.begin(), cut.pair_value.end(),
+                          [](const DevicePairValue& q) { return !q.finished; }));
+  DeviceSearchOptions again{1'000'000, 60.0, 1'000'000};
+  again.upper = full.value;
+  again.resume = &cut;
+  const DeviceSearchBound resumed = ComputeDeviceSearchBound(p, again);
+  EXPECT_EQ(resumed.device_value, cut.device_value);
+  EXPECT_NEAR(resumed.value, 53.45, 1e-9);
+  EXPECT_LT(resumed.nodes, full.nodes);
+}
+
 }  // namespace
 }  // namespace optpipe
