@@ -191,19 +191,22 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
     finished = finished && done;
     return v;
   };
+  // A pair of devices searched together from its value, and the bound
+  // raised to what it proves.
+  const auto search_pair = [&](DevicePairValue& q, std::int64_t nodes) {
+    q.finished = true;
+    const double v = solve(relaxed({q.devices[0], q.devices[1]}), q.value, nodes, q.finished);
+    if (v < kInf) q.value = std::max(q.value, v);
+    out.value = std::max(out.value, q.value);
+  };
+  const auto proved = [&] { return out.value >= opt.upper - 1e-9 * std::max(1.0, out.value); };
   // The pairs a previous call cut short, again from their values (see
   // DeviceSearchOptions::resume).
-  const auto proved = [&] { return out.value >= opt.upper - 1e-9 * std::max(1.0, out.value); };
   if (opt.resume) {
     out = *opt.resume;
     out.nodes = 0;
     for (DevicePairValue& q : out.pair_value) {
-      if (q.finished || proved()) continue;
-      q.finished = true;
-      const double v =
-          solve(relaxed({q.devices[0], q.devices[1]}), q.value, opt.max_nodes_per_pair, q.finished);
-      if (v < kInf) q.value = std::max(q.value, v);
-      out.value = std::max(out.value, q.value);
+      if (!q.finished && !proved()) search_pair(q, opt.max_nodes_per_pair);
     }
     return out;
   }
@@ -340,10 +343,7 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
       for (std::size_t i = 0; i < pairs.size(); ++i) {
         DevicePairValue& q = pairs[i];
         if (proved() || (nodes != first && (q.finished || !(q.value > known[i])))) continue;
-        q.finished = true;
-        const double v = solve(relaxed({q.devices[0], q.devices[1]}), q.value, nodes, q.finished);
-        if (v < kInf) q.value = std::max(q.value, v);
-        out.value = std::max(out.value, q.value);
+        search_pair(q, nodes);
       }
     }
     out.pair_value = std::move(pairs);
