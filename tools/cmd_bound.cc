@@ -7,6 +7,8 @@
 #include "core/device_search_bound.h"
 #include "core/format.h"
 #include "core/lower_bound.h"
+#include "core/schedule.h"
+#include "core/simulator.h"
 #include "core/text_format.h"
 #include "exact/model.h"
 #include "exact/order_search.h"
@@ -18,7 +20,7 @@ namespace optpipe::cli {
 
 Command AddBound(CLI::App& app) {
   struct Args {
-    std::string problem;
+    std::string problem, schedule;
     bool json = false;
     double search_seconds = DeviceSearchOptions{}.time_limit_s;
   };
@@ -26,11 +28,17 @@ Command AddBound(CLI::App& app) {
   CLI::App* sub =
       app.add_subcommand("bound", "Print a provable lower bound on the problem's objective");
   sub->add_option("problem", args->problem, "optpipe-problem/1 JSON file")->required();
+  sub->add_option("--schedule", args->schedule,
+                  "A schedule of the problem (optpipe-schedule/1, its orders replayed by the "
+                  "simulator): the searches aim at its objective instead of the list "
+                  "scheduler's, and the bound reaching it proves it optimal")
+      ->check(CLI::ExistingFile);
   sub->add_flag("--json", args->json,
                 "Print {bound, device_bound, critical_path, memory_bound, device_search_bound, "
                 "device_search_finished, order_search_bound, order_search_optimal, "
-                "sat_search_bound, sat_search_optimal, binding_device} (order_search_*, "
-                "sat_search_*: null where that search does not run)");
+                "sat_search_bound, sat_search_optimal, binding_device, schedule_objective, "
+                "schedule_gap} (order_search_*, sat_search_*: null where that search does not "
+                "run; schedule_*: null without --schedule)");
   sub->add_option("--search-seconds", args->search_seconds,
                   "Wall-clock budget of the device search, and again of the order search or "
                   "the SAT probes (cut short, each still bounds, more weakly)")
@@ -51,15 +59,41 @@ Command AddBound(CLI::App& app) {
       "and comm time is a multiple of a grain (1, 0.5, 0.25, ..., 0.001), so is the least\n"
       "makespan: the bound is raised to the next multiple; with offload (or where the order\n"
       "search does not apply), also the SAT probes on that grid below the list scheduler's\n"
-      "objective (makespan; memory amounts on a grain too). See core/lower_bound.h,\n"
-      "core/device_search_bound.h, exact/order_search.h and exact/sat_search.h for the proofs.");
+      "objective (makespan; memory amounts on a grain too). With --schedule S every search aims\n"
+      "at S's objective instead, and a bound that reaches it proves S optimal (pairs of devices\n"
+      "whose least makespan is S's prove it in one probe). See core/lower_bound.h,\n"
+      "core/device_search_bound.h, exact/order_search.h and exact/sat_search.h for the proofs.\n"
+      "Example: optpipe bound tests/bench/problems/r48-6s.json --schedule s.json \\\n"
+      "           --search-seconds 10");
   return {
       sub, [args] {
         StatusOr<Problem> p = LoadProblem(args->problem);
         if (!p.ok()) return Fail(p.status());
+        // The schedule given, replayed: its objective is an upper end.
+        std::optional<SimResult> given;
+        if (!args->schedule.empty()) {
+          StatusOr<TimedSchedule> t = LoadTimedSchedule(args->schedule);
+          if (!t.ok()) return Fail(t.status());
+          StatusOr<Schedule> orders = OrdersOf(*p, *t);
+          StatusOr<SimResult> sim = orders.ok() ? Simulate(*p, *orders) : orders.status();
+          if (!sim.ok()) {
+            std::cerr << "optpipe: --schedule: not a schedule of this problem: "
+                      << sim.status().message() << "\n";
+            return int{kInvalid};
+          }
+          given = std::move(*sim);
+        }
         const LowerBound lb = ComputeLowerBound(*p);
         DeviceSearchOptions so;
         so.time_limit_s = args->search_seconds;
+        // About a million nodes a second, as milp gives it (at least the
+        // defaults): the clock, not the nodes, ends a search given more time.
+        so.max_nodes_per_device =
+            std::max(so.max_nodes_per_device,
+                     static_cast<std::int64_t>(1e6 * args->search_seconds / p->devices));
+        so.max_nodes_per_pair =
+            std::max(so.max_nodes_per_pair, static_cast<std::int64_t>(1e6 * args->search_seconds));
+        if (given) so.upper = given->objective;
         const auto progress = [](const std::string& line) {
           std::cerr << "optpipe: " << line << "\n";
         };
@@ -87,16 +121,23 @@ Command AddBound(CLI::App& app) {
                    std::to_string(search.nodes) + " nodes" +
                    (search.finished ? "" : ", cut short") + source + ")");
         }
-        // The exact searches look below the list scheduler's schedule.
+        // The exact searches look below the schedule given, or else the list
+        // scheduler's.
         std::optional<OrderSearchResult> order;
         std::optional<SatSearchResult> sat;
         const bool ordered = OrderSearchApplies(*p);
-        if (ordered || SatSearchApplies(*p)) {
-          StatusOr<Solution> list = RunMethod(*p, "list");
-          const double above = list.ok() ? list->sim.objective : milp::SerialHorizon(*p);
+        if ((ordered || SatSearchApplies(*p)) && !(given && bound >= given->objective)) {
+          std::optional<Solution> list;
+          if (!given) {
+            if (StatusOr<Solution> l = RunMethod(*p, "list"); l.ok()) list = std::move(*l);
+          }
+          const SimResult* hint = given ? &*given : list ? &list->sim : nullptr;
+          const double above = hint ? hint->objective : milp::SerialHorizon(*p);
           progress(std::string(ordered ? "order search" : "SAT probes") + " below " +
                    FormatNumber(above) +
-                   (list.ok() ? " (the list scheduler's schedule)" : " (all ops in series)"));
+                   (given  ? " (the schedule given)"
+                    : list ? " (the list scheduler's schedule)"
+                           : " (all ops in series)"));
           if (ordered) {
             OrderSearchOptions os;
             os.time_limit_s = args->search_seconds;
@@ -107,14 +148,17 @@ Command AddBound(CLI::App& app) {
             SatSearchOptions ss;
             ss.time_limit_s = args->search_seconds;
             ss.log = progress;
-            if (list.ok()) ss.hint = &list->sim;
+            ss.hint = hint;
             sat = SearchTimeIndexed(*p, bound, above, ss);
             bound = std::max(bound, sat->bound);
           }
         }
+        if (given) bound = std::min(bound, given->objective);  // above it only by rounding
         const auto or_null = [](const auto& r, auto field) -> nlohmann::json {
           return r ? nlohmann::json((*r).*field) : nlohmann::json(nullptr);
         };
+        const double gap =
+            given && given->objective > 0 ? (given->objective - bound) / given->objective : 0.0;
         if (args->json) {
           std::cout
               << nlohmann::json{{"bound", bound},
@@ -128,7 +172,9 @@ Command AddBound(CLI::App& app) {
                                  or_null(order, &OrderSearchResult::optimal)},
                                 {"sat_search_bound", or_null(sat, &SatSearchResult::bound)},
                                 {"sat_search_optimal", or_null(sat, &SatSearchResult::optimal)},
-                                {"binding_device", lb.binding_device}}
+                                {"binding_device", lb.binding_device},
+                                {"schedule_objective", or_null(given, &SimResult::objective)},
+                                {"schedule_gap", given ? nlohmann::json(gap) : nullptr}}
                      .dump(1)
               << "\n";
         } else {
@@ -147,6 +193,12 @@ Command AddBound(CLI::App& app) {
                       << (sat->optimal ? " (optimal: a schedule reaches it)" : "");
           }
           std::cout << ")\n";
+          if (given) {
+            std::cout << "schedule: objective " << given->objective << ", "
+                      << (gap <= 0 ? std::string("optimal")
+                                   : "gap " + FormatNumber(100 * gap) + "% to the bound")
+                      << "\n";
+          }
         }
         return int{kOk};
       }};

@@ -55,6 +55,26 @@ PY
 then passed=$((passed + 1)); else
   echo "FAIL: SAT proof of 33: $(cat "$tmp/tb.json") $(json_field "$tmp/tm.json" makespan)"
   failed=$((failed + 1)); fi
+# bound --schedule aims at a given schedule: milp's 33 is proven optimal
+# (gap 0), po-h's is not, and 1F1B without offload does not fit the room.
+"$bin" bound "$tight" --schedule "$tmp/tm.json" --json --search-seconds 60 >"$tmp/tbs.json" 2>"$tmp/tbs.err"
+"$bin" bound "$tight" --schedule "$tmp/ts.json" --json >"$tmp/tbh.json"
+if python3 - "$tmp/tbs.json" "$tmp/tbh.json" "$tmp/ts.json" <<'PY'
+import json, sys
+m, h, s = (json.load(open(f)) for f in sys.argv[1:])
+ok = (m["schedule_objective"] == 33 and m["schedule_gap"] == 0 and m["bound"] == 33
+      and h["schedule_objective"] == s["makespan"] > 33 and 32 <= h["bound"] <= 33
+      and abs(h["schedule_gap"] - (s["makespan"] - h["bound"]) / s["makespan"]) < 1e-12)
+sys.exit(0 if ok else 1)
+PY
+then passed=$((passed + 1)); else
+  echo "FAIL: bound --schedule: $(cat "$tmp/tbs.json") $(cat "$tmp/tbh.json")"
+  failed=$((failed + 1)); fi
+check "bound --schedule says what it aims at" -- grep -q "below 33 (the schedule given)" "$tmp/tbs.err"
+want="% to the bound" expect 0 "bound --schedule text" -- \
+  "$bin" bound "$tight" --schedule "$tmp/ts.json"
+want="--schedule: not a schedule of this problem" expect 1 "bound --schedule that does not fit" -- \
+  "$bin" bound "$tight" --schedule "$tmp/s.json"
 
 # Without offload, bound runs the order search too: on a memory-limited 8x16
 # problem it lifts the bound above the device search's to a schedule's
