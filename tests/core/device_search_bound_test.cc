@@ -396,18 +396,34 @@ TEST(DeviceSearchBound, AnUpperEndIsProvenNotPassed) {
   EXPECT_LE(low, 10.55 + 1e-9);
 }
 
-// A search whose pairs were cut short resumes them alone: the devices keep
-// their values, and the pairs climb from theirs to what one search with the
-// whole budget proves (hetoff-5f of the benchmark set: the devices prove
-// 52.87, the pair of devices 0 and 1 53.45), here below that as upper end.
-TEST(DeviceSearchBound, ResumedPairsClimbFromWhereTheyStopped) {
-  const Problem p = testing::MakeProblem(
+// hetoff-5f of the benchmark set: its devices alone prove 52.87, devices 0
+// and 1 together its optimum, 53.45.
+Problem HetOff5f() {
+  return testing::MakeProblem(
       R"("devices": 4, "microbatches": 8, "split_backward": false,
          "stage_time": {"f": [1.17, 1.25, 1.28, 1.37], "b": [1.74, 1.92, 1.03, 1.47],
                         "w": [1.16, 0.95, 1.13, 0.58]},
          "comm_time": 0.05, "offload_time": [0.53, 0.93, 1.06, 2.33],
          "memory": {"activation": [1.13, 0.97, 1.18, 1.2], "freed_by_b": [0.45, 0.39, 0.47, 0.48],
                     "static": 2.0, "limit": [4.486, 3.552, 3.888, 3.92]})");
+}
+
+// Below an upper end every pair cut short searches again: at 40k nodes a
+// pair, hetoff-5f's pair 0, 1 stops after a first round that proves nothing
+// more than its devices; aiming at the optimum, it proves it.
+TEST(DeviceSearchBound, BelowAnUpperEndEveryPairSearchesAgain) {
+  const Problem p = HetOff5f();
+  DeviceSearchOptions o{1'000'000, 60.0, 40'000};
+  EXPECT_NEAR(ComputeDeviceSearchBound(p, o).value, 52.87, 1e-9);
+  o.upper = 53.45;
+  EXPECT_NEAR(ComputeDeviceSearchBound(p, o).value, 53.45, 1e-9);
+}
+
+// A search whose pairs were cut short resumes them alone: the devices keep
+// their values, and the pairs climb from theirs to what one search with the
+// whole budget proves, here below that as upper end.
+TEST(DeviceSearchBound, ResumedPairsClimbFromWhereTheyStopped) {
+  const Problem p = HetOff5f();
   const DeviceSearchBound full = ComputeDeviceSearchBound(p, {1'000'000, 60.0, 1'000'000});
   ASSERT_NEAR(full.value, 53.45, 1e-9);
   const DeviceSearchBound cut = ComputeDeviceSearchBound(p, {1'000'000, 60.0, 300});
