@@ -336,19 +336,13 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
     // Climbing in two rounds as a device does, every pair's first before any
     // second (most pairs prove nothing more than their devices and stop
     // there: r48-0s, 6M nodes a pair at milp's --time-limit 60, 1.7M in all).
-    // Below an upper end every pair cut short runs again: the one that
-    // proves it may climb nothing before its last probe (hetoff-5f below its
-    // optimum 53.45, at 40k nodes a pair: 53.45 in 31k nodes in all, where
-    // its pair 0, 1 stops at 52.87 after its first round).
     const std::int64_t first = std::max<std::int64_t>(1, opt.max_nodes_per_pair / 16);
-    const bool aiming = opt.upper < kInf;
     std::vector<double> known(pairs.size());
     for (std::size_t i = 0; i < pairs.size(); ++i) known[i] = pairs[i].value;
     for (std::int64_t nodes : {first, opt.max_nodes_per_pair - first}) {
       for (std::size_t i = 0; i < pairs.size(); ++i) {
         DevicePairValue& q = pairs[i];
-        const bool again = !q.finished && (aiming || q.value > known[i]);
-        if (proved() || (nodes != first && !again)) continue;
+        if (proved() || (nodes != first && (q.finished || !(q.value > known[i])))) continue;
         search_pair(q, nodes);
       }
     }

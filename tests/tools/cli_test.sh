@@ -57,7 +57,7 @@ then passed=$((passed + 1)); else
   failed=$((failed + 1)); fi
 # bound --schedule aims at a given schedule: milp's 33 is proven optimal
 # (gap 0), po-h's is not, and 1F1B without offload does not fit the room.
-"$bin" bound "$tight" --schedule "$tmp/tm.json" --json --search-seconds 60 >"$tmp/tbs.json" 2>"$tmp/tbs.err"
+"$bin" bound "$tight" --schedule "$tmp/tm.json" --json --search-seconds 10 >"$tmp/tbs.json" 2>"$tmp/tbs.err"
 "$bin" bound "$tight" --schedule "$tmp/ts.json" --json >"$tmp/tbh.json"
 if python3 - "$tmp/tbs.json" "$tmp/tbh.json" "$tmp/ts.json" <<'PY'
 import json, sys
