@@ -352,7 +352,11 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
 }
 
 double BestLowerBound(const Problem& p, const DeviceSearchOptions& opt) {
-  return AtGrain(p, std::max(ComputeLowerBound(p).value, ComputeDeviceSearchBound(p, opt).value));
+  return BestLowerBound(p, ComputeDeviceSearchBound(p, opt));
+}
+
+double BestLowerBound(const Problem& p, const DeviceSearchBound& search) {
+  return AtGrain(p, std::max(ComputeLowerBound(p).value, search.value));
 }
 
 }  // namespace optpipe

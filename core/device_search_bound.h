@@ -164,5 +164,7 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
 // The best lower bound core proves: ComputeLowerBound's and this search's,
 // at the time grain (AtGrain).
 double BestLowerBound(const Problem& p, const DeviceSearchOptions& opt = {});
+// The same from a device search already run on p.
+double BestLowerBound(const Problem& p, const DeviceSearchBound& search);
 
 }  // namespace optpipe

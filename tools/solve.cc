@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include "core/device_search_bound.h"
-#include "core/lower_bound.h"
 #include "core/text_format.h"
 #include "exact/milp.h"
 #include "exact/order_search.h"
@@ -188,8 +187,7 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
   }
   DeviceSearchOptions core = CoreSearch(p, opt, /*for_milp=*/true);
   const DeviceSearchBound devices = ComputeDeviceSearchBound(p, core);
-  double core_bound = std::max(AtGrain(p, std::max(ComputeLowerBound(p).value, devices.value)),
-                               quick ? quick->bound : 0.0);
+  double core_bound = std::max(BestLowerBound(p, devices), quick ? quick->bound : 0.0);
   // Warm start: auto with a fifth of the budget (or the quick pass's schedule,
   // if better), stopping where it meets the core bound (a tenth of the budget).
   // On a large problem a tenth: its local search improved none of the 8x16
