@@ -136,8 +136,29 @@ DeviceSearchOptions CoreSearch(const Problem& p, const SolveOptions& opt, bool f
   return search;
 }
 
-double CoreBound(const Problem& p, const SolveOptions& opt) {
-  return BestLowerBound(p, CoreSearch(p, opt, /*for_milp=*/false));
+// The pairs of devices `first` cut short, again from what they proved,
+// aiming no higher than `upper` (a schedule's objective: see
+// DeviceSearchOptions::upper), with milp's nodes in a twentieth of the time
+// limit: r48-6s at --time-limit 60, 51.19 -> 51.64 in 1.9M nodes, its
+// schedule proven optimal (where they prove nothing more it is lost to the
+// probes: fz4x8v2-L3, 9M nodes for nothing in a tenth). 0 where none was cut
+// short or the problem is large (SatSearchIsLarge), whose pairs stay far
+// below its schedules.
+double PairsBelow(const Problem& p, const SolveOptions& opt, DeviceSearchOptions search,
+                  const DeviceSearchBound& first, double upper) {
+  const bool cut_short = std::any_of(first.pair_value.begin(), first.pair_value.end(),
+                                     [](const DevicePairValue& q) { return !q.finished; });
+  if (!cut_short || SatSearchIsLarge(p)) return 0;
+  search.time_limit_s = 0.05 * opt.time_limit_s;
+  search.max_nodes_per_pair = CoreSearch(p, opt, /*for_milp=*/true).max_nodes_per_pair;
+  search.upper = upper;
+  search.resume = &first;
+  const DeviceSearchBound again = ComputeDeviceSearchBound(p, search);
+  if (opt.log) {
+    opt.log("bound: pairs of devices below " + FormatNumber(upper) + ": " +
+            FormatNumber(again.value) + " (" + std::to_string(again.nodes) + " nodes)");
+  }
+  return AtGrain(p, again.value);
 }
 
 SearchOptions Heuristic(const SolveOptions& opt) {
@@ -204,26 +225,7 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
     warm = &*quick->schedule;
     warm_objective = quick->objective;
   }
-  // The pairs of devices that search cut short, again from what they
-  // proved, aiming no higher than the warm start (DeviceSearchOptions::upper;
-  // r48-6s at --time-limit 60: 51.19 -> 51.64 in 1.9M nodes, its schedule
-  // proven optimal), the same nodes in a twentieth of the budget: where
-  // they prove nothing more it is lost to the probes (fz4x8v2-L3: 9M nodes
-  // for nothing in a tenth). Not on a large problem, whose pairs stay far
-  // below its schedules.
-  const bool cut_short = std::any_of(devices.pair_value.begin(), devices.pair_value.end(),
-                                     [](const DevicePairValue& q) { return !q.finished; });
-  if (warm && cut_short && !large) {
-    core.time_limit_s = 0.05 * opt.time_limit_s;
-    core.upper = warm_objective;
-    core.resume = &devices;
-    const DeviceSearchBound again = ComputeDeviceSearchBound(p, core);
-    core_bound = std::max(core_bound, AtGrain(p, again.value));
-    if (opt.log) {
-      opt.log("milp: pairs of devices below " + FormatNumber(core.upper) + ": bound " +
-              FormatNumber(again.value) + " (" + std::to_string(again.nodes) + " nodes)");
-    }
-  }
+  if (warm) core_bound = std::max(core_bound, PairsBelow(p, opt, core, devices, warm_objective));
   MilpOptions mo;
   mo.time_limit_s = std::max(0.0, opt.time_limit_s - Since(t0));
   mo.log = opt.log;
@@ -260,7 +262,9 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
   // auto stops where it meets it (not with an evaluation budget, which must
   // give the same schedule on every run: a search cut short by the clock
   // bounds less on a slower machine).
-  double bound = CoreBound(p, opt);
+  const DeviceSearchOptions core = CoreSearch(p, opt, /*for_milp=*/false);
+  const DeviceSearchBound devices = ComputeDeviceSearchBound(p, core);
+  double bound = BestLowerBound(p, devices);
   SearchOptions search = Heuristic(opt);
   search.time_limit_s = std::max(0.0, opt.time_limit_s - Since(t0));
   if (!opt.evaluations) search.known_bound = bound;
@@ -269,7 +273,7 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
   StatusOr<Solution> s = method == "auto" ? SolveAuto(p, search, opt.log, &sat_session, &polished)
                                           : RunMethod(p, method, search);
   if (!s.ok()) return s.status();
-  bound = std::max(bound, polished);
+  bound = std::max({bound, polished, PairsBelow(p, opt, core, devices, s->sim.objective)});
   Solved out{std::move(*s), SolveInfo{}};
   if (OrderSearchApplies(p)) {
     OrderSearchOptions order;

@@ -77,6 +77,16 @@ want="% to the bound" expect 0 "bound --schedule text" -- \
 want="--schedule: not a schedule of this problem" expect 1 "bound --schedule that does not fit" -- \
   "$bin" bound "$tight" --schedule "$tmp/s.json"
 
+# A heuristic's bound: the pairs of devices cut short search again below its
+# schedule. auto (deterministic with --evaluations) finds r48-6s's 51.64; the
+# pair of devices 0 and 1 proves it in 2.5M nodes (before the schedule: 50.25).
+want="" expect 0 "schedule auto r48-6s" -- "$bin" schedule "$src/tests/bench/problems/r48-6s.json" \
+  --method auto --evaluations 100000 --time-limit 120 -o "$tmp/r6.json"
+check "auto's bound proves r48-6s's 51.64 optimal" -- python3 -c "import json, sys
+s = json.load(open(sys.argv[1]))
+sys.exit(0 if abs(s['makespan'] - 51.64) < 1e-9 and s['bound'] == s['makespan'] and s['gap'] == 0
+         else 1)" "$tmp/r6.json"
+
 # Without offload, bound runs the order search too: on a memory-limited 8x16
 # problem it lifts the bound above the device search's to a schedule's
 # makespan (optimal), never above auto's; with offload it does not apply.
