@@ -182,50 +182,74 @@ Solved FromMilp(MilpResult& r, std::chrono::steady_clock::time_point t0) {
 
 StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
+  const bool large = SatSearchIsLarge(p);
+  // The core bound first, aiming no higher than the list scheduler's
+  // schedule (which a pair of devices may prove optimal at once: hetoff-0s),
+  // then auto for a fiftieth of the budget, stopping where it meets that
+  // bound: where the bound is the optimum auto often finds it at once
+  // (hetoff-3f, hetoff-5f, r48-5f: proven in under a second, where the quick
+  // pass below had taken its 6 s of --time-limit 60 first).
+  std::optional<Solution> heuristic;  // the best heuristic schedule so far
+  if (StatusOr<Solution> list = RunMethod(p, "list"); list.ok()) heuristic = std::move(*list);
+  DeviceSearchOptions core = CoreSearch(p, opt, /*for_milp=*/true);
+  if (heuristic) core.upper = heuristic->sim.objective;
+  const DeviceSearchBound devices = ComputeDeviceSearchBound(p, core);
+  double core_bound = BestLowerBound(p, devices);
+  const auto run_auto = [&](double seconds) {
+    SearchOptions search = Heuristic(opt);
+    search.time_limit_s = seconds;
+    if (!opt.evaluations) search.known_bound = core_bound;
+    StatusOr<Solution> r = SolveAuto(p, search, opt.log);
+    if (r.ok() && (!heuristic || r->sim.objective < heuristic->sim.objective)) {
+      heuristic = std::move(*r);
+    }
+  };
+  const auto proven = [&] {
+    return heuristic && heuristic->sim.objective <= core_bound + 1e-9 * core_bound;
+  };
+  if (!opt.evaluations && !proven()) run_auto(opt.time_limit_s / 50);
   // The order search (without offload) and the SAT probes (on a time grid)
   // often prove a quick schedule optimal at once: a tenth of the budget from
-  // the list scheduler's first (fz4x8v2-L3 proven in 3 s, not after auto's
-  // warm start in 17 s). When they do not, what they proved and found
-  // carries on. Not where only the SAT probes apply and the problem is large
+  // the best so far (fz4x8v2-L3 proven in 3 s, not after auto's warm start
+  // in 17 s). When they do not, what they proved and found carries on. Not
+  // where only the SAT probes apply and the problem is large
   // (SatSearchIsLarge): there they prove nothing in a tenth of the budget,
   // and their schedule was worse than auto's on every 8x16 problem of the
   // benchmark set (fz8x16v2-L3: 139-141 against 131).
-  const bool large = SatSearchIsLarge(p);
   std::optional<MilpResult> quick;
   SatSession sat;  // the SAT probes' solvers, encoded once for both passes
-  if (OrderSearchApplies(p) || (SatSearchApplies(p) && !large)) {
-    if (StatusOr<Solution> list = RunMethod(p, "list"); list.ok()) {
-      MilpOptions qo;
-      qo.time_limit_s = opt.time_limit_s / 10;
-      qo.log = opt.log;
-      qo.sat_session = &sat;
-      StatusOr<MilpResult> r = SolveMilp(p, qo, &list->schedule);
-      if (r.ok() && r->schedule && r->termination == MilpTermination::kOptimal) {
-        return FromMilp(*r, t0);
-      }
-      if (r.ok() && r->schedule) quick = std::move(*r);
+  if (heuristic && !proven() && (OrderSearchApplies(p) || (SatSearchApplies(p) && !large))) {
+    MilpOptions qo;
+    qo.time_limit_s = opt.time_limit_s / 10;
+    qo.log = opt.log;
+    qo.known_bound = core_bound;
+    qo.device_search_nodes = 0;  // in core_bound already
+    qo.sat_session = &sat;
+    StatusOr<MilpResult> r = SolveMilp(p, qo, &heuristic->schedule);
+    if (r.ok() && r->schedule && r->termination == MilpTermination::kOptimal) {
+      return FromMilp(*r, t0);
+    }
+    if (r.ok() && r->schedule) {
+      core_bound = std::max(core_bound, r->bound);
+      quick = std::move(*r);
     }
   }
-  DeviceSearchOptions core = CoreSearch(p, opt, /*for_milp=*/true);
-  const DeviceSearchBound devices = ComputeDeviceSearchBound(p, core);
-  double core_bound = std::max(BestLowerBound(p, devices), quick ? quick->bound : 0.0);
   // Warm start: auto with a fifth of the budget (or the quick pass's schedule,
-  // if better), stopping where it meets the core bound (a tenth of the budget).
-  // On a large problem a tenth: its local search improved none of the 8x16
-  // problems of the benchmark set in 30 s, and its list tuning found the
-  // same schedules in 15 s as in 30 (fz8x16v2-L2, -L3, -L5: 144, 131, 126),
-  // so the time goes to the SAT neighbourhoods, which found better ones.
-  SearchOptions search = Heuristic(opt);
-  search.time_limit_s = opt.time_limit_s / (large ? 10 : 5);
-  if (!opt.evaluations) search.known_bound = core_bound;
-  StatusOr<Solution> auto_run = SolveAuto(p, search, opt.log);
-  const Schedule* warm = auto_run.ok() ? &auto_run->schedule : nullptr;
-  double warm_objective = auto_run.ok() ? auto_run->sim.objective : 0.0;
+  // if better), stopping where it meets the core bound. On a large problem a
+  // tenth: its local search improved none of the 8x16 problems of the
+  // benchmark set in 30 s, and its list tuning found the same schedules in
+  // 15 s as in 30 (fz8x16v2-L2, -L3, -L5: 144, 131, 126), so the time goes to
+  // the SAT neighbourhoods, which found better ones.
+  if (!proven()) run_auto(opt.time_limit_s / (large ? 10 : 5));
+  const Schedule* warm = heuristic ? &heuristic->schedule : nullptr;
+  double warm_objective = heuristic ? heuristic->sim.objective : 0.0;
   if (quick && (!warm || quick->objective < warm_objective)) {
     warm = &*quick->schedule;
     warm_objective = quick->objective;
   }
-  if (warm) core_bound = std::max(core_bound, PairsBelow(p, opt, core, devices, warm_objective));
+  if (warm && !proven()) {
+    core_bound = std::max(core_bound, PairsBelow(p, opt, core, devices, warm_objective));
+  }
   MilpOptions mo;
   mo.time_limit_s = std::max(0.0, opt.time_limit_s - Since(t0));
   mo.log = opt.log;

@@ -86,6 +86,17 @@ check "auto's bound proves r48-6s's 51.64 optimal" -- python3 -c "import json, s
 s = json.load(open(sys.argv[1]))
 sys.exit(0 if abs(s['makespan'] - 51.64) < 1e-9 and s['bound'] == s['makespan'] and s['gap'] == 0
          else 1)" "$tmp/r6.json"
+# milp where the core bound is the optimum: auto, first for a fiftieth of the
+# budget, meets it (hetoff-5f: its pairs of devices prove 53.45, auto's seeds
+# reach it), and neither SAT probes nor the MILP run.
+"$bin" schedule "$src/tests/bench/problems/hetoff-5f.json" --method milp --time-limit 60 \
+  -o "$tmp/h5.json" 2>"$tmp/h5.err"
+check "milp on hetoff-5f: 53.45, optimal" -- python3 -c "import json, sys
+s = json.load(open(sys.argv[1]))
+sys.exit(0 if abs(s['makespan'] - 53.45) < 1e-9 and s['termination'] == 'optimal' else 1)" \
+  "$tmp/h5.json"
+check "milp on hetoff-5f needs no probe and no model" -- bash -c '! grep -qE "sat:|model:" "$1"' \
+  - "$tmp/h5.err"
 
 # Without offload, bound runs the order search too: on a memory-limited 8x16
 # problem it lifts the bound above the device search's to a schedule's
