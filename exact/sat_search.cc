@@ -141,9 +141,6 @@ struct Incumbent {
   }
 };
 
-// More grains than this between the bound and the best make a grid fine.
-constexpr int kFineSteps = 32;
-
 // A neighbourhood step's time: a fiftieth of the search left until `end`,
 // between 0.1 and 1 s.
 double StepSeconds(Clock::time_point end) {

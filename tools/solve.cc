@@ -136,29 +136,31 @@ DeviceSearchOptions CoreSearch(const Problem& p, const SolveOptions& opt, bool f
   return search;
 }
 
-// The pairs of devices `first` cut short, again from what they proved,
+// The pairs of devices `devices` cut short, again from what they proved,
 // aiming no higher than `upper` (a schedule's objective: see
 // DeviceSearchOptions::upper), with milp's nodes in a twentieth of the time
 // limit: r48-6s at --time-limit 60, 51.19 -> 51.64 in 1.9M nodes, its
 // schedule proven optimal (where they prove nothing more it is lost to the
-// probes: fz4x8v2-L3, 9M nodes for nothing in a tenth). 0 where none was cut
-// short or the problem is large (SatSearchIsLarge), whose pairs stay far
-// below its schedules.
+// probes: fz4x8v2-L3, 9M nodes for nothing in a tenth). The new result
+// replaces `devices`; its bound is returned, 0 where no pair was cut short or
+// the problem is large (SatSearchIsLarge), whose pairs stay far below its
+// schedules.
 double PairsBelow(const Problem& p, const SolveOptions& opt, DeviceSearchOptions search,
-                  const DeviceSearchBound& first, double upper) {
-  const bool cut_short = std::any_of(first.pair_value.begin(), first.pair_value.end(),
+                  DeviceSearchBound& devices, double upper) {
+  const bool cut_short = std::any_of(devices.pair_value.begin(), devices.pair_value.end(),
                                      [](const DevicePairValue& q) { return !q.finished; });
   if (!cut_short || SatSearchIsLarge(p)) return 0;
   search.time_limit_s = 0.05 * opt.time_limit_s;
   search.max_nodes_per_pair = CoreSearch(p, opt, /*for_milp=*/true).max_nodes_per_pair;
   search.upper = upper;
-  search.resume = &first;
-  const DeviceSearchBound again = ComputeDeviceSearchBound(p, search);
+  search.resume = &devices;
+  DeviceSearchBound again = ComputeDeviceSearchBound(p, search);
   if (opt.log) {
     opt.log("bound: pairs of devices below " + FormatNumber(upper) + ": " +
             FormatNumber(again.value) + " (" + std::to_string(again.nodes) + " nodes)");
   }
-  return AtGrain(p, again.value);
+  devices = std::move(again);
+  return AtGrain(p, devices.value);
 }
 
 SearchOptions Heuristic(const SolveOptions& opt) {
@@ -193,7 +195,7 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
   if (StatusOr<Solution> list = RunMethod(p, "list"); list.ok()) heuristic = std::move(*list);
   DeviceSearchOptions core = CoreSearch(p, opt, /*for_milp=*/true);
   if (heuristic) core.upper = heuristic->sim.objective;
-  const DeviceSearchBound devices = ComputeDeviceSearchBound(p, core);
+  DeviceSearchBound devices = ComputeDeviceSearchBound(p, core);
   double core_bound = BestLowerBound(p, devices);
   const auto run_auto = [&](double seconds) {
     SearchOptions search = Heuristic(opt);
@@ -208,6 +210,21 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
     return heuristic && heuristic->sim.objective <= core_bound + 1e-9 * core_bound;
   };
   if (!opt.evaluations && !proven()) run_auto(opt.time_limit_s / 50);
+  // The pairs of devices cut short search again below a better schedule, on
+  // a fine grid (kFineSteps) at once: there the quick pass's probes rarely
+  // decide (r48-6s: auto's 51.64 proven in 8 s, where it had waited 26 s for
+  // the main auto's), elsewhere they often do, in less time (u48-r3-o2 in
+  // 1.8 s, 5 s after the pairs).
+  double aimed = core.upper;  // the objective the pairs last aimed at
+  const auto pairs_below = [&](double objective) {
+    if (proven() || objective >= aimed) return;
+    core_bound = std::max(core_bound, PairsBelow(p, opt, core, devices, objective));
+    aimed = objective;
+  };
+  const double grain = TimeGrain(p);
+  if (heuristic && grain > 0 && heuristic->sim.objective - core_bound > kFineSteps * grain) {
+    pairs_below(heuristic->sim.objective);
+  }
   // The order search (without offload) and the SAT probes (on a time grid)
   // often prove a quick schedule optimal at once: a tenth of the budget from
   // the best so far (fz4x8v2-L3 proven in 3 s, not after auto's warm start
@@ -247,9 +264,7 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
     warm = &*quick->schedule;
     warm_objective = quick->objective;
   }
-  if (warm && !proven()) {
-    core_bound = std::max(core_bound, PairsBelow(p, opt, core, devices, warm_objective));
-  }
+  if (warm) pairs_below(warm_objective);
   MilpOptions mo;
   mo.time_limit_s = std::max(0.0, opt.time_limit_s - Since(t0));
   mo.log = opt.log;
@@ -287,7 +302,7 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
   // give the same schedule on every run: a search cut short by the clock
   // bounds less on a slower machine).
   const DeviceSearchOptions core = CoreSearch(p, opt, /*for_milp=*/false);
-  const DeviceSearchBound devices = ComputeDeviceSearchBound(p, core);
+  DeviceSearchBound devices = ComputeDeviceSearchBound(p, core);
   double bound = BestLowerBound(p, devices);
   SearchOptions search = Heuristic(opt);
   search.time_limit_s = std::max(0.0, opt.time_limit_s - Since(t0));
