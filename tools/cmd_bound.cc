@@ -53,7 +53,8 @@ Command AddBound(CLI::App& app) {
       "device alone with its host link solved exactly by a branch-and-bound search (the rest of\n"
       "the pipeline as release times and tails), the devices that share a host link by the\n"
       "round trips each needs to end in time, and in the time left pairs of devices\n"
-      "(consecutive stages, or a shared host link) searched together. Without offload, also the\n"
+      "(consecutive stages, or a shared host link) searched together, aiming no higher than the\n"
+      "list scheduler's objective (a pair may prove it at once). Without offload, also the\n"
       "order search: a branch and bound over every device's order below the list scheduler's\n"
       "objective, which may prove that schedule (or one it finds) optimal. Where every duration\n"
       "and comm time is a multiple of a grain (1, 0.5, 0.25, ..., 0.001), so is the least\n"
@@ -93,7 +94,13 @@ Command AddBound(CLI::App& app) {
                      static_cast<std::int64_t>(1e6 * args->search_seconds / p->devices));
         so.max_nodes_per_pair =
             std::max(so.max_nodes_per_pair, static_cast<std::int64_t>(1e6 * args->search_seconds));
-        if (given) so.upper = given->objective;
+        // Every search aims at the schedule given, or else the list scheduler's.
+        std::optional<Solution> list;
+        if (!given) {
+          if (StatusOr<Solution> l = RunMethod(*p, "list"); l.ok()) list = std::move(*l);
+        }
+        const SimResult* hint = given ? &*given : list ? &list->sim : nullptr;
+        if (hint) so.upper = hint->objective;
         const auto progress = [](const std::string& line) {
           std::cerr << "optpipe: " << line << "\n";
         };
@@ -121,17 +128,10 @@ Command AddBound(CLI::App& app) {
                    std::to_string(search.nodes) + " nodes" +
                    (search.finished ? "" : ", cut short") + source + ")");
         }
-        // The exact searches look below the schedule given, or else the list
-        // scheduler's.
         std::optional<OrderSearchResult> order;
         std::optional<SatSearchResult> sat;
         const bool ordered = OrderSearchApplies(*p);
         if ((ordered || SatSearchApplies(*p)) && !(given && bound >= given->objective)) {
-          std::optional<Solution> list;
-          if (!given) {
-            if (StatusOr<Solution> l = RunMethod(*p, "list"); l.ok()) list = std::move(*l);
-          }
-          const SimResult* hint = given ? &*given : list ? &list->sim : nullptr;
           const double above = hint ? hint->objective : milp::SerialHorizon(*p);
           progress(std::string(ordered ? "order search" : "SAT probes") + " below " +
                    FormatNumber(above) +
