@@ -197,6 +197,11 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
   if (heuristic) core.upper = heuristic->sim.objective;
   DeviceSearchBound devices = ComputeDeviceSearchBound(p, core);
   double core_bound = BestLowerBound(p, devices);
+  if (opt.log && devices.nodes > 0) {
+    opt.log("bound: device search " + FormatNumber(devices.value) + " (" +
+            std::to_string(devices.nodes) + " nodes" + (devices.finished ? "" : ", cut short") +
+            "), core bound " + FormatNumber(core_bound));
+  }
   const auto run_auto = [&](double seconds) {
     SearchOptions search = Heuristic(opt);
     search.time_limit_s = seconds;
