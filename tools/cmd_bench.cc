@@ -70,15 +70,22 @@ int Run(const Args& a) {
   int invalid = 0;
   for (const Problem& problem : problems) {
     const std::size_t first = rows.size();
-    double bound = BestLowerBound(problem);
+    // One device search a problem, which every method's bound starts from:
+    // the methods' budget, and at least the default clock.
+    SolveOptions base = a.search;
+    base.time_limit_s = a.time_limit_s;
+    DeviceSearchOptions so = CoreSearchOptions(problem, base);
+    so.time_limit_s = std::max(so.time_limit_s, DeviceSearchOptions{}.time_limit_s);
+    const DeviceSearchBound devices = ComputeDeviceSearchBound(problem, so);
+    double bound = BestLowerBound(problem, devices);
     for (const std::string& m : methods) {
       std::cerr << "optpipe: bench " << problem.name << " (" << problem.devices << "x"
                 << problem.microbatches << ") " << m << "\n";
       BenchRow row;
       row.problem = problem.name;
       row.method = m;
-      SolveOptions opt = a.search;
-      opt.time_limit_s = a.time_limit_s;
+      SolveOptions opt = base;
+      opt.devices = &devices;
       if (a.verbose)
         opt.log = [](const std::string& line) { std::cerr << "optpipe: " << line << "\n"; };
       const auto t0 = std::chrono::steady_clock::now();

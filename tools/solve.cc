@@ -312,7 +312,7 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
   // give the same schedule on every run: a search cut short by the clock
   // bounds less on a slower machine).
   const DeviceSearchOptions core = CoreSearch(p, opt, /*for_milp=*/false);
-  DeviceSearchBound devices = ComputeDeviceSearchBound(p, core);
+  DeviceSearchBound devices = opt.devices ? *opt.devices : ComputeDeviceSearchBound(p, core);
   double bound = BestLowerBound(p, devices);
   SearchOptions search = Heuristic(opt);
   search.time_limit_s = std::max(0.0, opt.time_limit_s - Since(t0));
@@ -343,6 +343,10 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
                      : 0.0;
   out.info.solve_seconds = Since(t0);
   return out;
+}
+
+DeviceSearchOptions CoreSearchOptions(const Problem& p, const SolveOptions& opt) {
+  return CoreSearch(p, opt, /*for_milp=*/false);
 }
 
 StatusOr<Solution> Solve(const Problem& p, const std::string& method, const SolveOptions& opt) {

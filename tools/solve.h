@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device_search_bound.h"
 #include "core/problem.h"
 #include "core/schedule.h"
 #include "core/status.h"
@@ -32,7 +33,16 @@ struct SolveOptions {
   std::optional<std::int64_t> evaluations;
   // Progress lines of methods that search (milp); none when empty.
   std::function<void(const std::string&)> log;
+  // A device search already run on the problem, with at least
+  // CoreSearchOptions' budgets: every method but milp starts its bound from
+  // it instead of searching again (bench runs one a problem for all its
+  // methods). Null: each runs its own.
+  const DeviceSearchBound* devices = nullptr;
 };
+
+// The device search behind the bound SolveDetailed reports for a method
+// other than milp: a tenth of the time limit.
+DeviceSearchOptions CoreSearchOptions(const Problem& p, const SolveOptions& opt);
 
 // A solution and what the method knows about it: termination, bound, gap and
 // time (SolveInfo; the bound is at least core's ComputeLowerBound).
