@@ -8,6 +8,7 @@
 
 #include "core/device_search.h"
 #include "core/lower_bound.h"
+#include "core/text_format.h"
 
 namespace optpipe {
 namespace {
@@ -357,6 +358,11 @@ double BestLowerBound(const Problem& p, const DeviceSearchOptions& opt) {
 
 double BestLowerBound(const Problem& p, const DeviceSearchBound& search) {
   return AtGrain(p, std::max(ComputeLowerBound(p).value, search.value));
+}
+
+std::string Describe(const DeviceSearchBound& search, const std::string& more) {
+  return FormatNumber(search.value) + " (" + std::to_string(search.nodes) + " nodes" +
+         (search.finished ? "" : ", cut short") + more + ")";
 }
 
 }  // namespace optpipe

@@ -110,6 +110,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/problem.h"
@@ -166,5 +167,8 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
 double BestLowerBound(const Problem& p, const DeviceSearchOptions& opt = {});
 // The same from a device search already run on p.
 double BestLowerBound(const Problem& p, const DeviceSearchBound& search);
+
+// "value (N nodes[, cut short]<more>)": a search as progress lines print it.
+std::string Describe(const DeviceSearchBound& search, const std::string& more = "");
 
 }  // namespace optpipe

@@ -117,9 +117,7 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
     if (best_sim) so.upper = best_sim->objective;
     const DeviceSearchBound search = ComputeDeviceSearchBound(p, so);
     core_bound = AtGrain(p, std::max(core_bound, search.value));
-    log("device search bound " + FormatNumber(search.value) + " (" + std::to_string(search.nodes) +
-        " nodes" + (search.finished ? "" : ", cut short") + "), core bound " +
-        FormatNumber(core_bound));
+    log("device search bound " + Describe(search) + ", core bound " + FormatNumber(core_bound));
   }
   const double grain = TimeGrain(p);
   const double tol = 1e-9 * std::max(1.0, best_sim ? best_sim->objective : 1.0);

@@ -124,9 +124,7 @@ Command AddBound(CLI::App& app) {
               from = q.value;
             }
           }
-          progress("device search bound " + FormatNumber(search.value) + " (" +
-                   std::to_string(search.nodes) + " nodes" +
-                   (search.finished ? "" : ", cut short") + source + ")");
+          progress("device search bound " + Describe(search, source));
         }
         std::optional<OrderSearchResult> order;
         std::optional<SatSearchResult> sat;

@@ -156,8 +156,7 @@ double PairsBelow(const Problem& p, const SolveOptions& opt, DeviceSearchOptions
   search.resume = &devices;
   DeviceSearchBound again = ComputeDeviceSearchBound(p, search);
   if (opt.log) {
-    opt.log("bound: pairs of devices below " + FormatNumber(upper) + ": " +
-            FormatNumber(again.value) + " (" + std::to_string(again.nodes) + " nodes)");
+    opt.log("bound: pairs of devices below " + FormatNumber(upper) + ": " + Describe(again));
   }
   devices = std::move(again);
   return AtGrain(p, devices.value);
@@ -198,9 +197,8 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
   DeviceSearchBound devices = ComputeDeviceSearchBound(p, core);
   double core_bound = BestLowerBound(p, devices);
   if (opt.log && devices.nodes > 0) {
-    opt.log("bound: device search " + FormatNumber(devices.value) + " (" +
-            std::to_string(devices.nodes) + " nodes" + (devices.finished ? "" : ", cut short") +
-            "), core bound " + FormatNumber(core_bound));
+    opt.log("bound: device search " + Describe(devices) + ", core bound " +
+            FormatNumber(core_bound));
   }
   const auto run_auto = [&](double seconds) {
     SearchOptions search = Heuristic(opt);
