@@ -137,6 +137,19 @@ std::vector<int> LinkOfDevice(const Problem& p) {
   return link;
 }
 
+Problem RoundedUp(const Problem& p, double grain) {
+  const auto up = [&](double x) { return std::ceil(x / grain - 1e-9) * grain; };
+  Problem q = p;
+  for (int s = 0; s < p.stages(); ++s) {
+    q.f[s] = up(p.f[s]);
+    q.b[s] = up(p.split_backward ? p.b[s] : p.b[s] + p.w[s]);
+    q.w[s] = p.split_backward ? up(p.w[s]) : 0.0;
+    if (q.offload) (*q.offload)[s] = up((*p.offload)[s]);
+  }
+  for (double& c : q.comm) c = up(c);
+  return q;
+}
+
 std::vector<double> ForwardToBackward(const Problem& p) {
   const int S = p.stages();
   std::vector<double> gap(S, 0.0);

@@ -109,6 +109,13 @@ double TimeGrain(const Problem& p);
 // error); `bound` itself where there is no grain.
 double AtGrain(const Problem& p, double bound);
 
+// p with every duration and comm time rounded up to a multiple of `grain` (a
+// backward that is not split: B and W together, W then 0): each schedule of
+// it, replayed on p with its orders and start times, stays valid and ends no
+// later (see Replay, core/simulator.h). A coarser time grid for searches whose
+// size grows with the grid's columns.
+Problem RoundedUp(const Problem& p, double grain);
+
 // The largest multiple of TimeGrain(p) below `x` (by more than rounding
 // error): a schedule better than one whose objective is x ends by it. `x`
 // itself where there is no grain.

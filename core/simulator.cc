@@ -383,6 +383,40 @@ std::string Simulator::DescribeDeadlock(const Schedule& s) const {
 
 StatusOr<SimResult> Simulate(const Problem& p, const Schedule& s) { return Simulator(p).Run(s); }
 
+StatusOr<Schedule> Replay(const Problem& p, Schedule s, const std::vector<double>& start) {
+  const int n = p.op_space().size();
+  s.release.assign(n, 0.0);
+  std::vector<int> held;
+  for (int i = 0; i < n; ++i) {
+    if (std::isnan(start[i]) || start[i] <= 0) continue;
+    s.release[i] = start[i];
+    held.push_back(i);
+  }
+  Simulator sim(p);
+  sim.set_describe_deadlocks(false);
+  StatusOr<SimResult> run = sim.Run(s);
+  if (!run.ok()) return run.status();
+  const auto no_later = [&](const SimResult& r) {
+    return r.objective <= run->objective + 1e-9 * std::max(1.0, run->objective);
+  };
+  Schedule asap = s;
+  asap.release.clear();
+  if (StatusOr<SimResult> r = sim.Run(asap); r.ok() && no_later(*r)) return asap;
+  std::sort(held.begin(), held.end(), [&](int a, int b) { return start[a] < start[b]; });
+  Schedule next = s;
+  for (int i : held) {
+    next.release[i] = 0;
+    StatusOr<SimResult> r = sim.RunChanged(next, s, *run);
+    if (r.ok() && no_later(*r)) {
+      s.release[i] = 0;
+      run = std::move(r);
+    } else {
+      next.release[i] = s.release[i];
+    }
+  }
+  return s;
+}
+
 TimedSchedule ToTimed(const Problem& p, const Schedule& s, const SimResult& r) {
   TimedSchedule t;
   t.problem = p.name;

@@ -88,6 +88,15 @@ class Simulator {
 // One-shot form of Simulator::Run.
 StatusOr<SimResult> Simulate(const Problem& p, const Schedule& s);
 
+// A schedule of a problem with p's ops, each lasting at least as long as in p
+// (RoundedUp(p, g)), with the times `start` it ran at there, as a schedule of
+// p: its orders, every op held at its start there (valid on p, where no op
+// ends later, so nothing waits longer and memory is freed no sooner than
+// planned), then the holds dropped, all at once where the run stays valid and
+// ends no later, else one by one, earliest first, where it does. Up to one
+// simulation an op (each resumed from the change, Simulator::RunChanged).
+StatusOr<Schedule> Replay(const Problem& p, Schedule s, const std::vector<double>& start);
+
 // The optpipe-schedule/1 content of a simulated schedule.
 TimedSchedule ToTimed(const Problem& p, const Schedule& s, const SimResult& r);
 

@@ -181,7 +181,42 @@ Solved FromMilp(MilpResult& r, std::chrono::steady_clock::time_point t0) {
   return out;
 }
 
-StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
+// A time grid's columns that a coarse pass aims at (see SolveWithMilp).
+constexpr double kCoarseColumns = 512;
+
+StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool coarse = true);
+
+// milp on p on a coarser grid (RoundedUp: the finest grain of CommonGrain's
+// with at most kCoarseColumns columns up to `objective`) for `seconds`, its
+// schedule replayed on p (Replay); nothing where no grain is coarse enough.
+std::optional<Solution> SolveCoarse(const Problem& p, const SolveOptions& opt, double objective,
+                                    double seconds) {
+  double coarse = 0;
+  for (double g : {0.01, 0.02, 0.025, 0.04, 0.05, 0.1, 0.125, 0.2, 0.25, 0.5, 1.0}) {
+    if (g > TimeGrain(p) && objective / g <= kCoarseColumns) {
+      coarse = g;
+      break;
+    }
+  }
+  if (coarse == 0) return std::nullopt;
+  const Problem q = RoundedUp(p, coarse);
+  SolveOptions sub = opt;
+  sub.time_limit_s = seconds;
+  sub.log = nullptr;
+  StatusOr<Solved> s = SolveWithMilp(q, sub, /*coarse=*/false);
+  if (!s.ok()) return std::nullopt;
+  StatusOr<Schedule> replayed = Replay(p, s->solution.schedule, s->solution.sim.start);
+  StatusOr<Solution> out = replayed.ok() ? Certify(p, *replayed, "milp") : replayed.status();
+  if (opt.log) {
+    opt.log("coarse: on a grain of " + FormatNumber(coarse) + ", " +
+            FormatNumber(s->solution.sim.objective) + " (" + *s->info.termination + "), on p " +
+            (out.ok() ? FormatNumber(out->sim.objective) : out.status().message()));
+  }
+  if (!out.ok()) return std::nullopt;
+  return std::move(*out);
+}
+
+StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool coarse) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool large = SatSearchIsLarge(p);
   // The core bound first, aiming no higher than the list scheduler's
@@ -217,16 +252,29 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt) {
   // a fine grid (kFineSteps) at once: there the quick pass's probes rarely
   // decide (r48-6s: auto's 51.64 proven in 8 s, where it had waited 26 s for
   // the main auto's), elsewhere they often do, in less time (u48-r3-o2 in
-  // 1.8 s, 5 s after the pairs).
+  // 1.8 s, 5 s after the pairs). Once a resume raises nothing, the next is
+  // skipped: below auto's better schedule it raised nothing either on
+  // r48-0s, r48-1f and hetoff-4s (3 s each at --time-limit 60).
   double aimed = core.upper;  // the objective the pairs last aimed at
+  bool pairs_raise = true;    // the last resume raised the bound
   const auto pairs_below = [&](double objective) {
-    if (proven() || objective >= aimed) return;
-    core_bound = std::max(core_bound, PairsBelow(p, opt, core, devices, objective));
+    if (proven() || objective >= aimed || !pairs_raise) return;
+    const double raised = PairsBelow(p, opt, core, devices, objective);
+    pairs_raise = raised > core_bound;
+    core_bound = std::max(core_bound, raised);
     aimed = objective;
   };
   const double grain = TimeGrain(p);
-  if (heuristic && grain > 0 && heuristic->sim.objective - core_bound > kFineSteps * grain) {
-    pairs_below(heuristic->sim.objective);
+  const auto fine = [&] {
+    return heuristic && grain > 0 && heuristic->sim.objective - core_bound > kFineSteps * grain;
+  };
+  if (fine()) pairs_below(heuristic->sim.objective);
+  if (coarse && fine()) {
+    std::optional<Solution> c = SolveCoarse(p, opt, heuristic->sim.objective, opt.time_limit_s / 4);
+    if (c && c->sim.objective < heuristic->sim.objective) {
+      heuristic = std::move(*c);
+      pairs_below(heuristic->sim.objective);
+    }
   }
   // The order search (without offload) and the SAT probes (on a time grid)
   // often prove a quick schedule optimal at once: a tenth of the budget from

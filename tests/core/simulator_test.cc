@@ -83,6 +83,88 @@ TEST(Simulator, AHeldReloadLeavesRoomForTheForward) {
   EXPECT_DOUBLE_EQ(r->peak_memory[0], 1.0);
 }
 
+// The same problem with every time a tenth shorter: RoundedUp to a grain of
+// 0.5 gives the problem above back (f = b = 1, comm 0.5, offload 1), and its
+// schedule replays: as soon as possible the reload starves F(2,0) again, so
+// Replay keeps its hold (and the others it cannot drop) and ends no later
+// than there.
+TEST(Simulator, ReplayKeepsTheHoldsItNeeds) {
+  Problem p = MakeProblem(R"("devices": 2, "microbatches": 1, "stages_per_device": 2,
+      "split_backward": false, "stage_time": {"f": 0.9, "b": 0.9}, "comm_time": 0.45,
+      "offload_time": 0.9, "memory": {"activation": 1, "limit": [1, 2]})");
+  const Problem q = RoundedUp(p, 0.5);
+  EXPECT_EQ(q.f, std::vector<double>(4, 1.0));
+  EXPECT_EQ(q.b, std::vector<double>(4, 1.0));
+  EXPECT_EQ(q.comm, std::vector<double>(3, 0.5));
+  EXPECT_EQ(*q.offload, std::vector<double>(4, 1.0));
+  EXPECT_EQ(q.activation, p.activation);
+  EXPECT_EQ(q.memory_limit, p.memory_limit);
+  const std::string compute = "d0: 0F0 2F0 2B0 0B0\nd1: 1F0 3F0 3B0 1B0\n";
+  EXPECT_EQ(Simulate(p, FromText(p, compute + "l0: 0O0 0R0\nl1:\n")).status().code(),
+            StatusCode::kInfeasible);
+  const Schedule s = FromText(q, compute + "l0: 0O0 0R0@8\nl1:\n");
+  StatusOr<SimResult> there = Simulate(q, s);
+  ASSERT_TRUE(there.ok()) << there.status().message();
+  ASSERT_DOUBLE_EQ(there->makespan, 11.0);
+  StatusOr<Schedule> replayed = Replay(p, s, there->start);
+  ASSERT_TRUE(replayed.ok()) << replayed.status().message();
+  EXPECT_GT(replayed->ReleaseOf(p.op_space().Index(OpType::kR, 0, 0)), 0.0);
+  StatusOr<SimResult> here = Simulate(p, *replayed);
+  ASSERT_TRUE(here.ok()) << here.status().message();
+  EXPECT_TRUE(CheckSchedule(p, ToTimed(p, *replayed, *here)).valid());
+  EXPECT_LE(here->makespan, 11.0);
+}
+
+// Without memory to wait for, Replay drops every hold: two devices, one
+// micro-batch, f = 0.95 and a fused backward of 1.9 (RoundedUp to 1 and 2,
+// makespan 6) end at 2 * 0.95 + 2 * 1.9 = 5.7.
+TEST(Simulator, ReplayRunsAsSoonAsPossibleWhereItCan) {
+  Problem p = MakeProblem(R"("devices": 2, "microbatches": 1, "split_backward": false,
+      "stage_time": {"f": 0.95, "b": 1.2, "w": 0.7})");
+  const Problem q = RoundedUp(p, 1);
+  EXPECT_EQ(q.b, std::vector<double>(2, 2.0));  // B and W together, then W = 0
+  EXPECT_EQ(q.w, std::vector<double>(2, 0.0));
+  const Schedule s = FromText(q, "d0: 0F0 0B0\nd1: 1F0 1B0\n");
+  StatusOr<SimResult> there = Simulate(q, s);
+  ASSERT_TRUE(there.ok());
+  EXPECT_DOUBLE_EQ(there->makespan, 6.0);
+  StatusOr<Schedule> replayed = Replay(p, s, there->start);
+  ASSERT_TRUE(replayed.ok());
+  EXPECT_TRUE(replayed->release.empty());
+  EXPECT_NEAR(Simulate(p, *replayed)->makespan, 5.7, 1e-9);
+}
+
+// On random problems under memory limits, with offload: the list scheduler's
+// schedule of RoundedUp(p, 0.5) replays on p valid and no later.
+TEST(Simulator, ReplayOfARoundedUpScheduleIsValidAndNoLater) {
+  std::mt19937 rng(5);
+  int replayed = 0;
+  for (int trial = 0; trial < 30; ++trial) {
+    Problem p = testing::RandomProblem(rng, 2 + trial % 3, 3 + trial % 5, 1 + trial % 2,
+                                       trial % 3 != 0, true);
+    p.memory_limit.emplace();
+    for (int d = 0; d < p.devices; ++d) {
+      double one = 0;
+      for (int st = 0; st < p.stages(); ++st) one += p.stage_device[st] == d ? p.activation[st] : 0;
+      p.memory_limit->push_back(p.static_memory[d] + one * (1.5 + 0.5 * (trial % 3)));
+    }
+    const Problem q = RoundedUp(p, 0.5);
+    StatusOr<Schedule> s = BuildList(q);
+    if (!s.ok()) continue;
+    StatusOr<SimResult> there = Simulate(q, *s);
+    ASSERT_TRUE(there.ok()) << there.status().message();
+    StatusOr<Schedule> r = Replay(p, *s, there->start);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    StatusOr<SimResult> here = Simulate(p, *r);
+    ASSERT_TRUE(here.ok()) << here.status().message();
+    const CheckReport rep = CheckSchedule(p, ToTimed(p, *r, *here));
+    EXPECT_TRUE(rep.valid()) << rep.errors.front();
+    EXPECT_LE(here->objective, there->objective + 1e-9);
+    ++replayed;
+  }
+  EXPECT_GE(replayed, 20);
+}
+
 TEST(Simulator, GPipeHoldsEveryActivation) {
   Problem p = UnitProblem(4, 8, true);
   StatusOr<SimResult> r = Simulate(p, *BuildGPipe(p));
