@@ -160,8 +160,7 @@ std::vector<double> ForwardToBackward(const Problem& p) {
 }
 
 double CommonGrain(const std::vector<double>& values) {
-  for (double g :
-       {1.0, 0.5, 0.25, 0.2, 0.125, 0.1, 0.05, 0.04, 0.025, 0.02, 0.01, 0.005, 0.002, 0.001}) {
+  for (double g : kGrains) {
     bool ok = true;
     for (double x : values) {
       const double q = x / g;

@@ -10,6 +10,7 @@
 //   double t = Duration(*p, Op{OpType::kB, 2, 0});
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -93,8 +94,11 @@ inline double CommTime(const Problem& p, int s) {
 // later stages, their backwards back, and the comms both ways.
 std::vector<double> ForwardToBackward(const Problem& p);
 
-// The largest step g in {1, 1/2, 1/4, 1/5, 1/10, ..., 1/1000} of which every
-// value is a multiple (0 if none).
+// The time grains CommonGrain tries, coarsest first.
+inline constexpr std::array<double, 14> kGrains = {1.0,  0.5,   0.25, 0.2,  0.125, 0.1,   0.05,
+                                                   0.04, 0.025, 0.02, 0.01, 0.005, 0.002, 0.001};
+
+// The largest step g in kGrains of which every value is a multiple (0 if none).
 double CommonGrain(const std::vector<double>& values);
 
 // CommonGrain of every duration and comm time. The least objective is then a
