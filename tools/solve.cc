@@ -201,6 +201,7 @@ std::optional<Solution> SolveCoarse(const Problem& p, const SolveOptions& opt, d
   SolveOptions sub = opt;
   sub.time_limit_s = seconds;
   sub.log = nullptr;
+  sub.devices = nullptr;  // p's device search: milp runs q's own
   StatusOr<Solved> s = SolveWithMilp(q, sub, /*coarse=*/false);
   if (!s.ok()) return std::nullopt;
   StatusOr<Schedule> replayed = Replay(p, s->solution.schedule, s->solution.sim.start);
