@@ -23,6 +23,17 @@ Schedule FromText(const Problem& p, const std::string& text) {
   return s.ok() ? *s : Schedule{};
 }
 
+// Room on every device for `factor` times one micro-batch's activations of
+// its stages.
+void LimitMemory(Problem& p, double factor) {
+  p.memory_limit.emplace();
+  for (int d = 0; d < p.devices; ++d) {
+    double one = 0;
+    for (int st = 0; st < p.stages(); ++st) one += p.stage_device[st] == d ? p.activation[st] : 0;
+    p.memory_limit->push_back(p.static_memory[d] + one * factor);
+  }
+}
+
 // 1F1B on unit costs: the classic (M + S - 1)(f + b) with the backward fused,
 // and the published peak of S - d activations on device d.
 TEST(Simulator, OneFOneBUnitCosts) {
@@ -142,12 +153,7 @@ TEST(Simulator, ReplayOfARoundedUpScheduleIsValidAndNoLater) {
   for (int trial = 0; trial < 30; ++trial) {
     Problem p = testing::RandomProblem(rng, 2 + trial % 3, 3 + trial % 5, 1 + trial % 2,
                                        trial % 3 != 0, true);
-    p.memory_limit.emplace();
-    for (int d = 0; d < p.devices; ++d) {
-      double one = 0;
-      for (int st = 0; st < p.stages(); ++st) one += p.stage_device[st] == d ? p.activation[st] : 0;
-      p.memory_limit->push_back(p.static_memory[d] + one * (1.5 + 0.5 * (trial % 3)));
-    }
+    LimitMemory(p, 1.5 + 0.5 * (trial % 3));
     const Problem q = RoundedUp(p, 0.5);
     StatusOr<Schedule> s = BuildList(q);
     if (!s.ok()) continue;
@@ -307,12 +313,7 @@ TEST(Simulator, RunChangedGivesRunsTimes) {
   for (int trial = 0; trial < 30; ++trial) {
     Problem p = testing::RandomProblem(rng, 2 + trial % 4, 3 + trial % 6, 1 + trial % 2,
                                        trial % 3 != 0, true);
-    p.memory_limit.emplace();
-    for (int d = 0; d < p.devices; ++d) {
-      double one = 0;
-      for (int st = 0; st < p.stages(); ++st) one += p.stage_device[st] == d ? p.activation[st] : 0;
-      p.memory_limit->push_back(p.static_memory[d] + one * (1.5 + 0.5 * (trial % 3)));
-    }
+    LimitMemory(p, 1.5 + 0.5 * (trial % 3));
     StatusOr<Schedule> start = BuildList(p);
     if (!start.ok()) continue;
     Schedule base = *start;
