@@ -137,16 +137,26 @@ std::vector<int> LinkOfDevice(const Problem& p) {
   return link;
 }
 
-Problem RoundedUp(const Problem& p, double grain) {
-  const auto up = [&](double x) { return std::ceil(x / grain - 1e-9) * grain; };
+Problem RoundedUp(const Problem& p, double grain, double memory_grain) {
+  const auto up = [](double x, double g) { return std::ceil(x / g - 1e-9) * g; };
+  const auto down = [](double x, double g) { return std::floor(x / g + 1e-9) * g; };
   Problem q = p;
-  for (int s = 0; s < p.stages(); ++s) {
-    q.f[s] = up(p.f[s]);
-    q.b[s] = up(p.split_backward ? p.b[s] : p.b[s] + p.w[s]);
-    q.w[s] = p.split_backward ? up(p.w[s]) : 0.0;
-    if (q.offload) (*q.offload)[s] = up((*p.offload)[s]);
+  if (memory_grain > 0) {
+    for (double& x : q.activation) x = up(x, memory_grain);
+    for (double& x : q.static_memory) x = up(x, memory_grain);
+    for (double& x : q.freed_by_b) x = down(x, memory_grain);
+    for (double& x : q.offloadable) x = down(x, memory_grain);
+    if (q.memory_limit) {
+      for (double& x : *q.memory_limit) x = down(x, memory_grain);
+    }
   }
-  for (double& c : q.comm) c = up(c);
+  for (int s = 0; s < p.stages(); ++s) {
+    q.f[s] = up(p.f[s], grain);
+    q.b[s] = up(p.split_backward ? p.b[s] : p.b[s] + p.w[s], grain);
+    q.w[s] = p.split_backward ? up(p.w[s], grain) : 0.0;
+    if (q.offload) (*q.offload)[s] = up((*p.offload)[s], grain);
+  }
+  for (double& c : q.comm) c = up(c, grain);
   return q;
 }
 

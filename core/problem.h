@@ -114,11 +114,14 @@ double TimeGrain(const Problem& p);
 double AtGrain(const Problem& p, double bound);
 
 // p with every duration and comm time rounded up to a multiple of `grain` (a
-// backward that is not split: B and W together, W then 0): each schedule of
-// it, replayed on p with its orders and start times, stays valid and ends no
-// later (see Replay, core/simulator.h). A coarser time grid for searches whose
-// size grows with the grid's columns.
-Problem RoundedUp(const Problem& p, double grain);
+// backward that is not split: B and W together, W then 0) and, given a
+// `memory_grain`, every memory amount rounded to a multiple of it the way
+// that only adds to the memory in use (activations and static memory up,
+// what B frees and O moves out down, limits down): each schedule of it,
+// replayed on p with its orders and start times, stays valid and ends no
+// later (see Replay, core/simulator.h). A coarser time grid for searches
+// whose size grows with the grid's columns.
+Problem RoundedUp(const Problem& p, double grain, double memory_grain = 0);
 
 // The largest multiple of TimeGrain(p) below `x` (by more than rounding
 // error): a schedule better than one whose objective is x ends by it. `x`

@@ -197,7 +197,13 @@ std::optional<Solution> SolveCoarse(const Problem& p, const SolveOptions& opt, d
     if (g > TimeGrain(p) && objective / g <= kCoarseColumns) coarse = g;
   }
   if (coarse == 0) return std::nullopt;
-  const Problem q = RoundedUp(p, coarse);
+  Problem q = RoundedUp(p, coarse);
+  // Memory amounts that share no grain (or too fine a one) rounded too, to
+  // the finest grain on which the probes apply.
+  for (auto g = kGrains.rbegin(); g != kGrains.rend() && !SatSearchApplies(q) && q.memory_limit;
+       ++g) {
+    if (Problem r = RoundedUp(p, coarse, *g); SatSearchApplies(r)) q = std::move(r);
+  }
   SolveOptions sub = opt;
   sub.time_limit_s = seconds;
   sub.log = nullptr;

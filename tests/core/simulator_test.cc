@@ -126,6 +126,20 @@ TEST(Simulator, ReplayKeepsTheHoldsItNeeds) {
   EXPECT_LE(here->makespan, 11.0);
 }
 
+// Memory rounded to a grain only ever adds to the memory in use.
+TEST(Simulator, RoundedUpMemoryOnlyAddsToTheMemoryInUse) {
+  Problem p = MakeProblem(R"("devices": 1, "microbatches": 1, "stage_time": {"f": 1, "b": 1,
+      "w": 1}, "offload_time": 1, "memory": {"activation": 1.3, "freed_by_b": 0.6,
+      "offloadable": 1.1, "static": 0.2, "limit": 2.9})");
+  const Problem q = RoundedUp(p, 1, 0.25);
+  EXPECT_EQ(q.activation, std::vector<double>{1.5});
+  EXPECT_EQ(q.freed_by_b, std::vector<double>{0.5});
+  EXPECT_EQ(q.offloadable, std::vector<double>{1.0});
+  EXPECT_EQ(q.static_memory, std::vector<double>{0.25});
+  EXPECT_EQ(*q.memory_limit, std::vector<double>{2.75});
+  EXPECT_EQ(RoundedUp(p, 1).activation, p.activation);  // no memory grain: as it was
+}
+
 // Without memory to wait for, Replay drops every hold: two devices, one
 // micro-batch, f = 0.95 and a fused backward of 1.9 (RoundedUp to 1 and 2,
 // makespan 6) end at 2 * 0.95 + 2 * 1.9 = 5.7.
@@ -146,7 +160,8 @@ TEST(Simulator, ReplayRunsAsSoonAsPossibleWhereItCan) {
 }
 
 // On random problems under memory limits, with offload: the list scheduler's
-// schedule of RoundedUp(p, 0.5) replays on p valid and no later.
+// schedule of RoundedUp(p, 0.5), in every other trial with its memory on a
+// grain of 0.25, replays on p valid and no later.
 TEST(Simulator, ReplayOfARoundedUpScheduleIsValidAndNoLater) {
   std::mt19937 rng(5);
   int replayed = 0;
@@ -154,7 +169,7 @@ TEST(Simulator, ReplayOfARoundedUpScheduleIsValidAndNoLater) {
     Problem p = testing::RandomProblem(rng, 2 + trial % 3, 3 + trial % 5, 1 + trial % 2,
                                        trial % 3 != 0, true);
     LimitMemory(p, 1.5 + 0.5 * (trial % 3));
-    const Problem q = RoundedUp(p, 0.5);
+    const Problem q = RoundedUp(p, 0.5, trial % 2 ? 0.25 : 0.0);
     StatusOr<Schedule> s = BuildList(q);
     if (!s.ok()) continue;
     StatusOr<SimResult> there = Simulate(q, *s);

@@ -111,15 +111,16 @@ sys.exit(0 if m and float(m[2]) <= float(m[1]) and s['makespan'] <= float(m[2]) 
   "$tmp/r1.json" "$tmp/r1.err"
 want='"valid": true' expect 0 "validate milp r48-1f" -- "$bin" validate \
   "$src/tests/bench/problems/r48-1f.json" "$tmp/r1.json" --json
-# Times that share no grain (as measured ones): no SAT probe applies to them,
-# the coarse pass does.
+# Times and memory amounts that share no grain (as measured ones): no SAT
+# probe applies to them, the coarse pass does, both rounded.
 python3 -c "import json, sys
 p = json.load(open(sys.argv[1]))
 p['stage_time']['f'] = [x + 0.0003 for x in p['stage_time']['f']]
+p['memory']['activation'] = [x + 0.0007 for x in p['memory']['activation']]
 p['comm_time'] = 0.0513
 json.dump(p, open(sys.argv[2], 'w'))" "$src/tests/bench/problems/r48-1f.json" "$tmp/r1m-p.json"
 "$bin" schedule "$tmp/r1m-p.json" --method milp --time-limit 8 -o "$tmp/r1m.json" 2>"$tmp/r1m.err"
-check "milp without a time grain: a coarse pass on a grain of 0.1" -- \
+check "milp without a grain: a coarse pass on a grain of 0.1" -- \
   grep -q "coarse: times rounded up to a grain of 0.1" "$tmp/r1m.err"
 want='"valid": true' expect 0 "validate milp without a grain" -- "$bin" validate \
   "$tmp/r1m-p.json" "$tmp/r1m.json" --json
