@@ -18,9 +18,10 @@ namespace optpipe::cli {
 namespace {
 
 constexpr const char* kMilpSummary =
-    "exact: SAT probes on the time grid (CaDiCaL) where durations share a grain, then the MILP "
-    "(OptPipe App. C, tightened) on lp_solve, warm-started from the best heuristic; never "
-    "worse than it, proves optimality on small problems (--time-limit)";
+    "exact: SAT probes on the time grid (CaDiCaL) where durations share a grain (on a fine "
+    "grid or none, also on a coarser one, replayed), then the MILP (OptPipe App. C, "
+    "tightened) on lp_solve, warm-started from the best heuristic; never worse than it, "
+    "proves optimality on small problems (--time-limit)";
 
 constexpr const char* kAutoPolish =
     "; on a time grid, half of the time to the SAT probes and their neighbourhoods below it";
