@@ -193,17 +193,22 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
 // coarse enough or it finds no schedule.
 std::optional<Solution> SolveCoarse(const Problem& p, const SolveOptions& opt, double objective,
                                     double seconds) {
+  const double fine = TimeGrain(p);
   double coarse = 0;
   for (double g : kGrains) {
-    if (g > TimeGrain(p) && objective / g <= kCoarseColumns) coarse = g;
+    if (g > fine && objective / g <= kCoarseColumns) coarse = g;
   }
   if (coarse == 0) return std::nullopt;
   Problem q = RoundedUp(p, coarse);
   // Memory amounts that share no grain (or too fine a one) rounded too, to
   // the finest grain on which the probes apply.
-  for (auto g = kGrains.rbegin(); g != kGrains.rend() && !SatSearchApplies(q) && q.memory_limit;
-       ++g) {
-    if (Problem r = RoundedUp(p, coarse, *g); SatSearchApplies(r)) q = std::move(r);
+  if (q.memory_limit && !SatSearchApplies(q)) {
+    for (auto g = kGrains.rbegin(); g != kGrains.rend(); ++g) {
+      if (Problem r = RoundedUp(p, coarse, *g); SatSearchApplies(r)) {
+        q = std::move(r);
+        break;
+      }
+    }
   }
   SolveOptions sub = opt;
   sub.time_limit_s = seconds;
