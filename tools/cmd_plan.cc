@@ -9,7 +9,6 @@
 #include <sstream>
 
 #include "core/format.h"
-#include "core/lower_bound.h"
 #include "core/text_format.h"
 #include "heuristics/planner/config.h"
 #include "heuristics/planner/plan.h"
@@ -91,10 +90,7 @@ int RunSchedule(const Args& a, const Problem& p) {
   StatusOr<Solution> sol = Solve(p, a.schedule_method, a.solve);
   if (!sol.ok()) return Fail(sol.status());
   TimedSchedule t = ToTimed(p, sol->schedule, sol->sim);
-  const double bound = ComputeLowerBound(p).value;
-  if (!t.info.bound || *t.info.bound < bound) t.info.bound = bound;
-  t.info.gap =
-      sol->sim.objective > 0 ? (sol->sim.objective - *t.info.bound) / sol->sim.objective : 0.0;
+  SettleBound(p, sol->sim.objective, t.info);
   if (!a.schedule_out.empty()) {
     if (Status st = WriteFile(a.schedule_out, ToJson(t)); !st.ok()) return Fail(st);
   }

@@ -4,7 +4,6 @@
 #include "core/chrome_trace.h"
 #include "core/format.h"
 #include "core/gantt_svg.h"
-#include "core/lower_bound.h"
 #include "core/pytorch_csv.h"
 #include "exact/milp.h"
 #include "tools/cli.h"
@@ -32,10 +31,7 @@ int Run(const Args& a) {
   const Solution* sol = &solved->solution;
   TimedSchedule t = ToTimed(*p, sol->schedule, sol->sim);
   t.info = solved->info;  // termination, bound (>= the core lower bound), gap, solve time
-  const double bound = ComputeLowerBound(*p).value;
-  if (!t.info.bound || *t.info.bound < bound) t.info.bound = bound;
-  t.info.gap =
-      sol->sim.objective > 0 ? (sol->sim.objective - *t.info.bound) / sol->sim.objective : 0.0;
+  SettleBound(*p, sol->sim.objective, t.info);
   const std::string text = ToJson(t);
   if (a.out.empty() || a.out == "-") {
     std::cout << text;

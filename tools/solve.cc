@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/device_search_bound.h"
+#include "core/lower_bound.h"
 #include "core/text_format.h"
 #include "exact/milp.h"
 #include "exact/order_search.h"
@@ -413,6 +414,13 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
                      : 0.0;
   out.info.solve_seconds = Since(t0);
   return out;
+}
+
+void SettleBound(const Problem& p, double objective, SolveInfo& info) {
+  const double bound =
+      std::min(std::max(info.bound.value_or(0.0), ComputeLowerBound(p).value), objective);
+  info.bound = bound;
+  info.gap = objective > 0 ? (objective - bound) / objective : 0.0;
 }
 
 DeviceSearchOptions CoreSearchOptions(const Problem& p, const SolveOptions& opt) {

@@ -18,6 +18,17 @@ m_val=$(json_field "$tmp/v.json" makespan)
 if [ "$m_sched" = "$m_val" ] && [ "$m_sched" = "30.0" ]; then passed=$((passed + 1)); else
   echo "FAIL: makespan schedule=$m_sched validate=$m_val (expected 30.0)"; failed=$((failed + 1)); fi
 
+# One device runs its work without a gap: 1F1B is optimal, its bound (core's,
+# summed in another order: 3 x 0.8 = 2.4000000000000004) no more than its
+# makespan, gap 0 (not a negative rounding error), in the file and for people.
+echo '{"format": "optpipe-problem/1", "devices": 1, "microbatches": 3, "stage_time":
+  {"f": 0.1, "b": 0.7}}' >"$tmp/one.json"
+want="bound 2.4 (gap 0%)" expect 0 "schedule: bound no more than the makespan" -- \
+  "$bin" schedule "$tmp/one.json" --method 1f1b -o "$tmp/one-s.json"
+check "schedule file: gap 0, bound = makespan" -- python3 -c "import json, sys
+s = json.load(open(sys.argv[1]))
+sys.exit(0 if s['gap'] == 0 and s['bound'] == s['makespan'] else 1)" "$tmp/one-s.json"
+
 # schedule reports a bound at least the device search's where that search
 # finishes (unit costs, room for two activations, a slow link: it lifts the
 # bound from 27.2 to 32), and `bound`, whose SAT probes get more time, at
