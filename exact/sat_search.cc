@@ -121,6 +121,8 @@ struct Incumbent {
   // start or its last find).
   Clock::time_point last;
   Clock::duration patience = Clock::duration::max();
+  // SatSearchOptions::on_schedule, or null.
+  const std::function<void(const Schedule&, const SimResult&)>* on_schedule = nullptr;
 
   bool Going(Clock::time_point end) {
     const Clock::time_point now = Clock::now();
@@ -138,6 +140,7 @@ struct Incumbent {
     sim = std::move(run);
     ++version;
     last = Clock::now();
+    if (on_schedule && *on_schedule) (*on_schedule)(*schedule, *sim);
   }
 };
 
@@ -307,6 +310,7 @@ void Neighbourhoods(const Problem& p, double g, std::vector<std::unique_ptr<Race
   inc.objective = res.best;
   inc.hint = InForwardOrder(p, best);
   inc.last = t0;
+  inc.on_schedule = &opt.on_schedule;
   inc.patience = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(std::max(0.0, patience * seconds)));
   const Clock::time_point until =
@@ -516,6 +520,7 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     log("found " + FormatNumber(sim->objective));
     descend = true;
     s->method = "sat";
+    if (opt.on_schedule) opt.on_schedule(*s, *sim);
     res.best = session.best = sim->objective;
     res.schedule = std::move(*s);
     res.sim = std::move(*sim);

@@ -129,6 +129,10 @@ struct SatSearchOptions {
   // share of the time left goes to a large neighbourhood search around the
   // best schedule (see above), and again while it finds better ones; 0: none.
   double neighbourhood_share = 0;
+  // Called with every schedule better than the best so far that a probe or a
+  // neighbourhood finds (simulated, valid; one call at a time, from the
+  // search's threads), for a caller that weighs schedules otherwise.
+  std::function<void(const Schedule&, const SimResult&)> on_schedule;
 };
 
 struct SatSearchResult {

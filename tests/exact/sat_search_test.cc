@@ -120,6 +120,31 @@ TEST(SatSearch, FindsAndProvesTheBruteForceOptimumOnTinyProblems) {
   EXPECT_GE(below_bound, 3);
 }
 
+// Every schedule the probes find better than the best so far is reported,
+// simulated as it is, the last being the one returned (from an incumbent of
+// twice the list scheduler's objective: the probes find schedules at once).
+TEST(SatSearch, ReportsEveryBetterScheduleItFinds) {
+  int found = 0;
+  for (const Case& c : Cases()) {
+    const double incumbent = 2 * Seed(c.p, "list").sim.objective;
+    std::vector<double> reported;
+    SatSearchOptions opt;
+    opt.time_limit_s = 20;
+    opt.on_schedule = [&](const Schedule& s, const SimResult& run) {
+      const double before = reported.empty() ? incumbent : reported.back();
+      EXPECT_LT(run.objective, before - kTol) << c.name;
+      EXPECT_NEAR(Simulate(c.p, s)->objective, run.objective, kTol) << c.name;
+      reported.push_back(run.objective);
+    };
+    const SatSearchResult r = SearchTimeIndexed(c.p, BestLowerBound(c.p), incumbent, opt);
+    ASSERT_TRUE(r.schedule.has_value()) << c.name;
+    ASSERT_FALSE(reported.empty()) << c.name;
+    EXPECT_DOUBLE_EQ(reported.back(), r.sim->objective) << c.name;
+    found += static_cast<int>(reported.size());
+  }
+  EXPECT_GT(found, static_cast<int>(Cases().size()));  // some probes find several
+}
+
 // A session's solvers serve a later call below the horizon they were
 // encoded at, what they learned included, and still find and prove the
 // optimum; a call above it encodes anew.
@@ -279,9 +304,20 @@ void ExpectNeighbourhoodsImproveTheList(const Problem& p, const SatSearchOptions
                                         const std::string& label) {
   const Solution list = Seed(p, "list");
   ASSERT_DOUBLE_EQ(list.sim.objective, 48);
-  const SatSearchResult r = SearchNeighbourhoods(p, list.sim, opt);
+  std::vector<double> reported;  // on_schedule: each better than the one before
+  SatSearchOptions with_report = opt;
+  with_report.on_schedule = [&](const Schedule& s, const SimResult& run) {
+    EXPECT_LT(run.objective, reported.empty() ? 48 - kTol : reported.back() - kTol) << label;
+    EXPECT_NEAR(Simulate(p, s)->objective, run.objective, kTol) << label;
+    reported.push_back(run.objective);
+  };
+  const SatSearchResult r = SearchNeighbourhoods(p, list.sim, with_report);
   EXPECT_LT(r.best, 48 - kTol);
   EXPECT_GE(r.neighbourhood_schedules, 1);
+  EXPECT_EQ(static_cast<int>(reported.size()), r.neighbourhood_schedules) << label;
+  if (!reported.empty()) {
+    EXPECT_DOUBLE_EQ(reported.back(), r.best) << label;
+  }
   EXPECT_GE(r.best, ComputeLowerBound(p).value - kTol);
   testing::ExpectSchedule(p, r, label);
 }

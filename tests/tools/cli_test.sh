@@ -135,6 +135,19 @@ check "milp without a grain: a coarse pass on a grain of 0.1" -- \
   grep -q "coarse: times rounded up to a grain of 0.1" "$tmp/r1m.err"
 want='"valid": true' expect 0 "validate milp without a grain" -- "$bin" validate \
   "$tmp/r1m-p.json" "$tmp/r1m.json" --json
+# auto there: its SAT polish runs on the problem coarsened the same way, every
+# schedule it finds replayed; auto's schedule no later than the best replay
+# and its heuristics' best, valid.
+"$bin" schedule "$tmp/r1m-p.json" --method auto --time-limit 3 -o "$tmp/r1a.json" 2>"$tmp/r1a.err"
+check "auto without a grain: the polish on a grain of 0.1, replayed" -- python3 -c "import json, re, sys
+err = open(sys.argv[2]).read()
+m = re.search(r'SAT below it \(times rounded up to a grain of 0.1\) [0-9.]+ -> [0-9.]+(, [0-9]+ replayed, the best ([0-9.]+))?', err)
+h = re.search(r'local search [0-9.]+ -> ([0-9.]+)', err)
+s = json.load(open(sys.argv[1]))['makespan']
+sys.exit(0 if m and h and s <= float(h[1]) + 1e-9 and (not m[1] or s <= float(m[2]) + 1e-9) else 1)" \
+  "$tmp/r1a.json" "$tmp/r1a.err"
+want='"valid": true' expect 0 "validate auto without a grain" -- "$bin" validate \
+  "$tmp/r1m-p.json" "$tmp/r1a.json" --json
 
 # Without offload, bound runs the order search too: on a memory-limited 8x16
 # problem it lifts the bound above the device search's to a schedule's
