@@ -63,6 +63,14 @@ std::optional<Problem> Coarsened(const Problem& p, double objective) {
   return q;
 }
 
+// A schedule of Coarsened(p), run as `run`, replayed (Replay) and certified
+// on p as `method`'s.
+StatusOr<Solution> Replayed(const Problem& p, const Schedule& s, const SimResult& run,
+                            const std::string& method) {
+  StatusOr<Schedule> r = Replay(p, s, run.start);
+  return r.ok() ? Certify(p, *r, method) : r.status();
+}
+
 // auto, telling its story through `log`: what every seed scored, which won,
 // what tuning and search added (and in `proven`, what the polish proved).
 // With a SatSession, on a time grid (and on the clock, where a probe is small
@@ -164,26 +172,22 @@ StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
   // On the coarse problem every schedule found is replayed, the best kept:
   // one that ends earlier there need not here (r48-0s at --time-limit 10:
   // 39.4 there replays to 37.42, the next, 39.3, to 37.69).
-  std::optional<Solution> replayed;  // the best replay
+  std::optional<Solution> found;  // the best schedule of p the polish found
   int replays = 0;
   if (coarse) {
     sat.on_schedule = [&](const Schedule& s, const SimResult& run) {
       ++replays;
-      StatusOr<Schedule> r = Replay(p, s, run.start);
-      StatusOr<Solution> c = r.ok() ? Certify(p, *r, "auto") : r.status();
-      if (c.ok() && (!replayed || c->sim.objective < replayed->sim.objective)) {
-        replayed = std::move(*c);
-      }
+      StatusOr<Solution> c = Replayed(p, s, run, "auto");
+      if (c.ok() && (!found || c->sim.objective < found->sim.objective)) found = std::move(*c);
     };
   }
   const SatSearchResult sr =
       SearchTimeIndexed(on, AtGrain(on, search.known_bound), from.objective, sat);
   if (proven && !coarse) *proven = sr.bound;
-  StatusOr<Solution> found = InvalidArgument("none");
-  if (replayed) {
-    found = std::move(*replayed);
-  } else if (sr.schedule && !coarse) {
-    found = Certify(p, *sr.schedule, "auto");
+  if (sr.schedule && !coarse) {
+    StatusOr<Solution> c = Certify(p, *sr.schedule, "auto");
+    if (!c.ok()) return c.status();
+    found = std::move(*c);
   }
   if (log) {
     std::ostringstream line;
@@ -192,16 +196,15 @@ StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
     line << from.objective << " -> " << sr.best;
     if (coarse && replays > 0) {
       line << ", " << replays << " replayed, the best "
-           << (found.ok() ? FormatNumber(found->sim.objective) : std::string("none valid"));
+           << (found ? FormatNumber(found->sim.objective) : std::string("none valid"));
     }
     line << " (" << sr.probes << " probes, " << sr.neighbourhood_schedules
          << " schedules from neighbourhoods, " << FormatNumber(std::round(Since(t0) * 100) / 100)
          << " s in all)";
     log(line.str());
   }
-  if (!found.ok() && sr.schedule && !coarse) return found.status();
-  if (!found.ok() || found->sim.objective >= objective) return std::move(best);
-  return found;
+  if (!found || found->sim.objective >= objective) return std::move(best);
+  return std::move(*found);
 }
 
 // The core bound (BestLowerBound), its device search held to a tenth of the
@@ -283,8 +286,7 @@ std::optional<Solution> SolveCoarse(const Problem& p, const SolveOptions& opt, d
   sub.devices = nullptr;  // p's device search: milp runs q's own
   StatusOr<Solved> s = SolveWithMilp(*q, sub, /*coarse=*/false);
   if (!s.ok()) return std::nullopt;
-  StatusOr<Schedule> replayed = Replay(p, s->solution.schedule, s->solution.sim.start);
-  StatusOr<Solution> out = replayed.ok() ? Certify(p, *replayed, "milp") : replayed.status();
+  StatusOr<Solution> out = Replayed(p, s->solution.schedule, s->solution.sim, "milp");
   if (opt.log) {
     opt.log(
         "coarse: times rounded up to a grain of " + FormatNumber(TimeGrain(*q)) + ": " +
