@@ -169,13 +169,14 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
   }
 
   // A simulated schedule better than the incumbent replaces it.
-  const auto adopt = [&](Schedule s, const SimResult& sim) {
+  // `announced`: on_improvement has had it already (the SAT search's).
+  const auto adopt = [&](Schedule s, const SimResult& sim, bool announced = false) {
     if (best && sim.objective >= best_sim->objective - tol) return false;
     best = std::move(s);
     best_sim = sim;
     res.from_warm_start = false;
     ++res.stats.improvements;
-    if (opt.on_improvement) opt.on_improvement(*best, *best_sim);
+    if (opt.on_improvement && !announced) opt.on_improvement(*best, *best_sim);
     return true;
   };
 
@@ -211,8 +212,9 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
     ss.hint = &*best_sim;
     ss.session = opt.sat_session;
     ss.neighbourhood_share = large ? 0.9 : 0.75;
+    ss.on_schedule = opt.on_improvement;  // each as found; the best is adopted below
     SatSearchResult r = SearchTimeIndexed(p, core_bound, best_sim->objective, ss);
-    if (r.schedule) adopt(std::move(*r.schedule), *r.sim);
+    if (r.schedule) adopt(std::move(*r.schedule), *r.sim, /*announced=*/true);
     core_bound = AtGrain(p, std::max(core_bound, r.bound));
     if (best_sim->objective <= core_bound + tol) {
       return finish(MilpTermination::kOptimal, core_bound);

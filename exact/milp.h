@@ -42,7 +42,8 @@ struct MilpOptions {
   double time_limit_s = 10.0;
   // Set to true from any thread to stop the search; the result keeps the incumbent.
   const std::atomic<bool>* stop = nullptr;
-  // Called with every schedule better than the best so far (simulated, valid).
+  // Called with every schedule better than the best so far (simulated, valid;
+  // one call at a time, the SAT search's from its threads).
   std::function<void(const Schedule&, const SimResult&)> on_improvement;
   // Progress lines ("t=1.20s incumbent 30 bound 27 gap 10.0% nodes 812"); the
   // library prints nothing itself.

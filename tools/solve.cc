@@ -271,10 +271,16 @@ Solved FromMilp(MilpResult& r, std::chrono::steady_clock::time_point t0) {
   return out;
 }
 
-StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool coarse = true);
+// The schedules milp finds on its way, as it finds them (each better than
+// the one its step started from, not always than every one before).
+using Found = std::function<void(const Solution&)>;
 
-// milp on p on a coarser grid (Coarsened) for `seconds`, its schedule
-// replayed on p (Replay); nothing where no grain is coarse enough or it finds
+StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool coarse = true,
+                               const Found& found = nullptr);
+
+// milp on p on a coarser grid (Coarsened) for `seconds`, every schedule it
+// finds there replayed on p (Replay), the best kept: one that ends earlier
+// there need not here; nothing where no grain is coarse enough or it finds
 // no schedule.
 std::optional<Solution> SolveCoarse(const Problem& p, const SolveOptions& opt, double objective,
                                     double seconds) {
@@ -283,21 +289,25 @@ std::optional<Solution> SolveCoarse(const Problem& p, const SolveOptions& opt, d
   SolveOptions sub = opt;
   sub.time_limit_s = seconds;
   sub.log = nullptr;
-  sub.devices = nullptr;  // p's device search: milp runs q's own
-  StatusOr<Solved> s = SolveWithMilp(*q, sub, /*coarse=*/false);
-  if (!s.ok()) return std::nullopt;
-  StatusOr<Solution> out = Replayed(p, s->solution.schedule, s->solution.sim, "milp");
-  if (opt.log) {
-    opt.log(
-        "coarse: times rounded up to a grain of " + FormatNumber(TimeGrain(*q)) + ": " +
-        FormatNumber(s->solution.sim.objective) + " (" + *s->info.termination +
-        "), replayed: " + (out.ok() ? FormatNumber(out->sim.objective) : out.status().message()));
+  sub.devices = nullptr;         // p's device search: milp runs q's own
+  std::optional<Solution> best;  // the best replay
+  int replays = 0;
+  StatusOr<Solved> s = SolveWithMilp(*q, sub, /*coarse=*/false, [&](const Solution& found) {
+    ++replays;
+    StatusOr<Solution> c = Replayed(p, found.schedule, found.sim, "milp");
+    if (c.ok() && (!best || c->sim.objective < best->sim.objective)) best = std::move(*c);
+  });
+  if (opt.log && s.ok()) {
+    opt.log("coarse: times rounded up to a grain of " + FormatNumber(TimeGrain(*q)) + ": " +
+            FormatNumber(s->solution.sim.objective) + " (" + *s->info.termination + "), " +
+            std::to_string(replays) + " replayed, the best: " +
+            (best ? FormatNumber(best->sim.objective) : std::string("none valid")));
   }
-  if (!out.ok()) return std::nullopt;
-  return std::move(*out);
+  return best;
 }
 
-StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool coarse) {
+StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool coarse,
+                               const Found& found) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool large = SatSearchIsLarge(p);
   // The core bound first, aiming no higher than the list scheduler's
@@ -307,7 +317,10 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
   // (hetoff-3f, hetoff-5f, r48-5f: proven in under a second, where the quick
   // pass below had taken its 6 s of --time-limit 60 first).
   std::optional<Solution> heuristic;  // the best heuristic schedule so far
-  if (StatusOr<Solution> list = RunMethod(p, "list"); list.ok()) heuristic = std::move(*list);
+  if (StatusOr<Solution> list = RunMethod(p, "list"); list.ok()) {
+    heuristic = std::move(*list);
+    if (found) found(*heuristic);
+  }
   DeviceSearchOptions core = CoreSearch(p, opt, /*for_milp=*/true);
   if (heuristic) core.upper = heuristic->sim.objective;
   DeviceSearchBound devices = ComputeDeviceSearchBound(p, core);
@@ -323,6 +336,7 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
     StatusOr<Solution> r = SolveAuto(p, search, opt.log);
     if (r.ok() && (!heuristic || r->sim.objective < heuristic->sim.objective)) {
       heuristic = std::move(*r);
+      if (found) found(*heuristic);
     }
   };
   const auto proven = [&] {
@@ -386,6 +400,7 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
     qo.known_bound = core_bound;
     qo.device_search_nodes = 0;  // in core_bound already
     qo.sat_session = &sat;
+    if (found) qo.on_improvement = [&](const Schedule& s, const SimResult& r) { found({s, r}); };
     StatusOr<MilpResult> r = SolveMilp(p, qo, &heuristic->schedule);
     if (r.ok() && r->schedule && r->termination == MilpTermination::kOptimal) {
       return FromMilp(*r, t0);
@@ -420,6 +435,7 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
   mo.known_bound = core_bound;
   mo.device_search_nodes = 0;  // in core_bound already
   mo.sat_session = &sat;
+  if (found) mo.on_improvement = [&](const Schedule& s, const SimResult& r) { found({s, r}); };
   StatusOr<MilpResult> r = SolveMilp(p, mo, warm);
   if (!r.ok()) return r.status();
   if (!r->schedule) {
