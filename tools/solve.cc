@@ -148,13 +148,19 @@ StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
   if (grain == 0 || objective - bound > kFineSteps * grain) {
     coarse = Coarsened(p, objective);
     if (coarse && fits(*coarse)) {
-      if (StatusOr<Solution> s = Certify(*coarse, best.schedule, "auto"); s.ok()) {
-        start = std::move(*s);
-      }
+      StatusOr<Solution> s = Certify(*coarse, best.schedule, "auto");
+      if (!s.ok()) s = RunMethod(*coarse, "list");
+      if (s.ok()) start = std::move(*s);
     }
     if (!start) coarse.reset();
   }
-  if (!coarse && !fits(p)) return std::move(best);
+  if (!coarse && !fits(p)) {
+    if (log) {
+      log("auto: no SAT polish: neither its schedule nor the list scheduler's fits the problem "
+          "with its times and memory rounded to a coarser grid");
+    }
+    return std::move(best);
+  }
   const Problem& on = coarse ? *coarse : p;
   const SimResult& from = start ? start->sim : best.sim;
   SatSession coarse_session;  // the caller's serves p

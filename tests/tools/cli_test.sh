@@ -149,6 +149,18 @@ sys.exit(0 if m and h and s <= float(h[1]) + 1e-9 and (not m[1] or s <= float(m[
   "$tmp/r1a.json" "$tmp/r1a.err"
 want='"valid": true' expect 0 "validate auto without a grain" -- "$bin" validate \
   "$tmp/r1m-p.json" "$tmp/r1a.json" --json
+# There with every device's room at the peak auto's schedule needs: rounded
+# down for the coarse grid, it fits neither that schedule nor the list
+# scheduler's; auto says so and keeps its heuristics' schedule, valid.
+python3 -c "import json, sys
+p = json.load(open(sys.argv[1]))
+p['memory']['limit'] = json.load(open(sys.argv[2]))['peak_memory']
+json.dump(p, open(sys.argv[3], 'w'))" "$tmp/r1m-p.json" "$tmp/r1a.json" "$tmp/r1t-p.json"
+"$bin" schedule "$tmp/r1t-p.json" --method auto --time-limit 2 -o "$tmp/r1t.json" 2>"$tmp/r1t.err"
+check "auto without a grain, memory at its peak: no polish, and why" -- \
+  grep -q "auto: no SAT polish: neither its schedule nor the list scheduler's fits" "$tmp/r1t.err"
+want='"valid": true' expect 0 "validate auto with memory at its peak" -- "$bin" validate \
+  "$tmp/r1t-p.json" "$tmp/r1t.json" --json
 
 # Without offload, bound runs the order search too: on a memory-limited 8x16
 # problem it lifts the bound above the device search's to a schedule's
