@@ -141,11 +141,12 @@ StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
   if (!polish || objective <= bound + 1e-9 * std::max(1.0, objective) || left <= 0) {
     return std::move(best);
   }
-  // The problem the probes run on, and the schedule they start from there.
+  // The problem the probes run on, and the schedule they start from there:
+  // a coarser one on a fine grid, on none, or where p's encoding is too large.
   const double grain = TimeGrain(p);
   std::optional<Problem> coarse;
   std::optional<Solution> start;
-  if (grain == 0 || objective - bound > kFineSteps * grain) {
+  if (grain == 0 || objective - bound > kFineSteps * grain || !fits(p)) {
     coarse = Coarsened(p, objective);
     if (coarse && fits(*coarse)) {
       StatusOr<Solution> s = Certify(*coarse, best.schedule, "auto");
