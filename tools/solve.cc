@@ -64,11 +64,12 @@ std::optional<Problem> Coarsened(const Problem& p, double objective) {
 }
 
 // A schedule of Coarsened(p), run as `run`, replayed (Replay) and certified
-// on p as `method`'s.
-StatusOr<Solution> Replayed(const Problem& p, const Schedule& s, const SimResult& run,
-                            const std::string& method) {
+// on p as `method`'s, in `best` where it ends earlier than best does.
+void KeepReplay(const Problem& p, const Schedule& s, const SimResult& run,
+                const std::string& method, std::optional<Solution>& best) {
   StatusOr<Schedule> r = Replay(p, s, run.start);
-  return r.ok() ? Certify(p, *r, method) : r.status();
+  StatusOr<Solution> c = r.ok() ? Certify(p, *r, method) : r.status();
+  if (c.ok() && (!best || c->sim.objective < best->sim.objective)) best = std::move(*c);
 }
 
 // auto, telling its story through `log`: what every seed scored, which won,
@@ -184,8 +185,7 @@ StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
   if (coarse) {
     sat.on_schedule = [&](const Schedule& s, const SimResult& run) {
       ++replays;
-      StatusOr<Solution> c = Replayed(p, s, run, "auto");
-      if (c.ok() && (!found || c->sim.objective < found->sim.objective)) found = std::move(*c);
+      KeepReplay(p, s, run, "auto", found);
     };
   }
   const SatSearchResult sr =
@@ -301,8 +301,7 @@ std::optional<Solution> SolveCoarse(const Problem& p, const SolveOptions& opt, d
   int replays = 0;
   StatusOr<Solved> s = SolveWithMilp(*q, sub, /*coarse=*/false, [&](const Solution& found) {
     ++replays;
-    StatusOr<Solution> c = Replayed(p, found.schedule, found.sim, "milp");
-    if (c.ok() && (!best || c->sim.objective < best->sim.objective)) best = std::move(*c);
+    KeepReplay(p, found.schedule, found.sim, "milp", best);
   });
   if (opt.log && s.ok()) {
     opt.log("coarse: times rounded up to a grain of " + FormatNumber(TimeGrain(*q)) + ": " +
@@ -498,11 +497,8 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
     if (method == "auto") sat.solvers = 1;  // the polish's solver, when it ran
     bound = std::max(bound, SearchTimeIndexed(p, bound, out.solution.sim.objective, sat).bound);
   }
-  bound = std::min(bound, out.solution.sim.objective);  // above it only by rounding
   out.info.bound = bound;
-  out.info.gap = out.solution.sim.objective > 0
-                     ? (out.solution.sim.objective - bound) / out.solution.sim.objective
-                     : 0.0;
+  SettleBound(p, out.solution.sim.objective, out.info);  // above it only by rounding
   out.info.solve_seconds = Since(t0);
   return out;
 }
