@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 namespace optpipe::sat {
 
-int Grains(double x, double g) { return static_cast<int>(std::llround(x / g)); }
+int Grains(double x, double g) {
+  return static_cast<int>(std::clamp(std::round(x / g), -kMaxGrains - 1.0, kMaxGrains + 1.0));
+}
 
 double MemoryGrain(const Problem& p) {
   std::vector<double> v;
@@ -23,6 +26,7 @@ double MemoryGrain(const Problem& p) {
 Encoding::Built Encoding::Build(std::int64_t max_literals, const std::function<bool()>& stop) {
   max_literals_ = max_literals;
   next_var_ = kTrue + 1;  // kTrue stands for "true" and never reaches the solver
+  if (H_ >= kMaxGrains) return Built::kTooLarge;
   if (!AddOps()) return Built::kEmpty;
   if (LaneLiterals() > max_literals_) return Built::kTooLarge;
   NumberStarts();
@@ -42,6 +46,7 @@ Encoding::Built Encoding::Build(std::int64_t max_literals, const std::function<b
 std::int64_t Encoding::Estimate() {
   next_var_ = kTrue + 1;
   ops_.clear();
+  if (H_ >= kMaxGrains) return std::numeric_limits<std::int64_t>::max();
   return AddOps() ? LaneLiterals() : 0;
 }
 
@@ -149,9 +154,11 @@ bool Encoding::AddOps() {
     if (p_.offload) dO[s] = Grains((*p_.offload)[s], g_);
     if (s + 1 < S_) dC[s] = Grains(CommTime(p_, s), g_);
   }
-  std::vector<int> tailF(S_), tailB(S_);
+  // Heads and tails in 64 bits: a sum of durations may pass an int where the
+  // horizon does not (an op whose window they close is then left out).
+  std::vector<std::int64_t> tailF(S_), tailB(S_);
   for (int s = 0; s < S_; ++s) {
-    tailB[s] = std::max(dW[s], s > 0 ? dC[s - 1] + dB[s - 1] + tailB[s - 1] : 0);
+    tailB[s] = std::max<std::int64_t>(dW[s], s > 0 ? dC[s - 1] + dB[s - 1] + tailB[s - 1] : 0);
   }
   for (int s = S_ - 1; s >= 0; --s) {
     tailF[s] = dB[s] + tailB[s];
@@ -165,16 +172,17 @@ bool Encoding::AddOps() {
     const auto [a, b] = limit_[space.Index(t, s, m)];
     return std::pair{std::max(lo, a), std::min(hi, b)};
   };
-  const auto add = [&](OpType t, int s, int m, int d, int lo, int tail) {
+  const auto add = [&](OpType t, int s, int m, int d, std::int64_t lo, std::int64_t tail) {
+    if (lo + d + tail > H_) return false;  // no window
     id_[space.Index(t, s, m)] = static_cast<int>(ops_.size());
-    const auto [a, b] = limited(t, s, m, lo, H_ - d - tail);
-    ops_.push_back({Op{t, s, m}, d, a, b, 0, 0, tail});
+    const auto [a, b] = limited(t, s, m, static_cast<int>(lo), static_cast<int>(H_ - d - tail));
+    ops_.push_back({Op{t, s, m}, d, a, b, 0, 0, static_cast<int>(tail)});
     return a <= b;
   };
   for (int m = 0; m < M_; ++m) {
-    std::vector<int> headF(S_), headB(S_);
+    std::vector<std::int64_t> headF(S_), headB(S_);
     for (int s = 0; s < S_; ++s)
-      headF[s] = s == 0 ? m * dF[0] : headF[s - 1] + dF[s - 1] + dC[s - 1];
+      headF[s] = s == 0 ? std::int64_t{m} * dF[0] : headF[s - 1] + dF[s - 1] + dC[s - 1];
     for (int s = S_ - 1; s >= 0; --s) {
       headB[s] = s + 1 < S_ ? headB[s + 1] + dB[s + 1] + dC[s] : headF[s] + dF[s];
     }
@@ -272,9 +280,11 @@ bool Encoding::Disjoint(int i, int j, int g1, int g2) {
 std::int64_t Encoding::LaneLiterals() const {
   std::vector<std::int64_t> count(p_.devices, 0), width(p_.devices, 0);
   std::int64_t total = 0;
-  for (int i = 0; i < compute_ops_; ++i) {
-    const int d = DeviceOf(p_, ops_[i].op);
+  for (std::size_t i = 0; i < ops_.size(); ++i) {
     const std::int64_t w = ops_[i].hi - ops_[i].lo + 1;
+    total += 2 * w;  // its start variables' chain
+    if (static_cast<int>(i) >= compute_ops_) continue;
+    const int d = DeviceOf(p_, ops_[i].op);
     total += 4 * (count[d] * w + width[d]);  // with every op before it on the device
     ++count[d];
     width[d] += w;

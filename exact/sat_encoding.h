@@ -23,7 +23,12 @@
 
 namespace optpipe::sat {
 
-// x in grains of g, to the nearest.
+// The most grains an encoding's horizon may span: a horizon of more is too
+// large (the encoding adds up to three such spans in an int: a window's end,
+// a duration and a lag).
+constexpr int kMaxGrains = 1 << 28;
+
+// x in grains of g, to the nearest, clamped to [-kMaxGrains - 1, kMaxGrains + 1].
 int Grains(double x, double g);
 
 // The largest grain of which every amount an activation takes or frees is a
@@ -38,12 +43,14 @@ class Encoding {
   Encoding(const Problem& p, int horizon, double g, double q, CaDiCaL::Solver& solver)
       : p_(p), H_(horizon), g_(g), q_(q), solver_(solver), S_(p.stages()), M_(p.microbatches) {}
 
-  // kTooLarge: the lanes' order clauses alone would pass max_literals;
+  // kTooLarge: the horizon spans kMaxGrains or more, or the lanes' order
+  // clauses and the start variables alone would pass max_literals;
   // kCut: `stop` said so while building.
   Built Build(std::int64_t max_literals, const std::function<bool()>& stop);
 
-  // The literals the lanes' order clauses would take (most of the
-  // encoding), without building it; 0 where an op has no window.
+  // The literals the lanes' order clauses and the start variables' chains
+  // would take (most of the encoding), without building it; 0 where an op
+  // has no window, the largest int64 where the horizon is too large.
   std::int64_t Estimate();
 
   TimedSchedule Decode();
@@ -122,7 +129,9 @@ class Encoding {
   bool Disjoint(int i, int j, int g1, int g2);
 
   // The literals of the compute lanes' order clauses (most of the encoding):
-  // each pair of one device's ops, over both windows, four a clause.
+  // each pair of one device's ops, over both windows, four a clause; and of
+  // every op's start variables' chain, two a clause (copies' windows may
+  // span far more grains than the compute ops').
   std::int64_t LaneLiterals() const;
 
   Built AddLanes(const std::function<bool()>& stop);

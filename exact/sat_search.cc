@@ -320,7 +320,8 @@ void Neighbourhoods(const Problem& p, double g, std::vector<std::unique_ptr<Race
     if (racers[k]->built == Encoding::Built::kOk) {
       threads.emplace_back(NeighbourhoodWorker, std::cref(p), g, std::ref(*racers[k]), k,
                            std::ref(inc), until, opt.stop, !fine);
-    } else if (racers[k]->built == Encoding::Built::kTooLarge) {
+    } else if (racers[k]->built == Encoding::Built::kTooLarge &&
+               Grains(res.best, g) <= sat::kMaxGrains) {  // a window may fit
       threads.emplace_back(WindowWorker, std::cref(p), g, k, std::ref(inc), until, std::cref(opt));
     }
   }

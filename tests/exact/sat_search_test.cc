@@ -290,6 +290,41 @@ TEST(SatEncoding, LimitNarrowsEveryOpToItsWindow) {
   EXPECT_EQ(below.Build(40'000'000, [] { return false; }), sat::Encoding::Built::kEmpty);
 }
 
+// Compute ops held to 1F1B's starts, on a grain a ten-thousandth of an op:
+// what is left free, the copies between a forward and its backward, has
+// about 10^5 start variables, more than a budget of 10^5 literals allows.
+// Build says so before it numbers them (a window of the large neighbourhood
+// search once numbered billions of copies' variables, and ran out of memory).
+TEST(SatEncoding, CountsTheCopiesStartVariablesAgainstItsBudget) {
+  const Problem p = testing::MakeProblem(
+      R"("devices": 2, "microbatches": 4,
+         "stage_time": {"f": 10000, "b": 10000, "w": 10000}, "offload_time": 10000,
+         "memory": {"activation": 1, "limit": 3})");
+  const Solution s = Seed(p, "1f1b");
+  std::vector<std::pair<int, int>> at(p.op_space().size(), {0, 1'000'000});  // copies: free
+  for (std::size_t i = 0; i < at.size(); ++i) {
+    if (!std::isnan(s.sim.start[i]))
+      at[i] = {sat::Grains(s.sim.start[i], 1.0), sat::Grains(s.sim.start[i], 1.0)};
+  }
+  const int T = sat::Grains(s.sim.objective, 1.0);
+  constexpr std::int64_t kBudget = 100'000;
+  CaDiCaL::Solver solver;
+  sat::Encoding enc(p, T, 1.0, 1.0, solver);
+  enc.Limit(at);
+  EXPECT_GT(enc.Estimate(), kBudget);
+  sat::Encoding again(p, T, 1.0, 1.0, solver);
+  again.Limit(at);
+  EXPECT_EQ(again.Build(kBudget, [] { return false; }), sat::Encoding::Built::kTooLarge);
+  EXPECT_LT(again.variables(), kBudget);
+  // With the budget it needs, the same encoding holds 1F1B.
+  CaDiCaL::Solver roomy_solver;
+  sat::Encoding roomy(p, T, 1.0, 1.0, roomy_solver);
+  roomy.Limit(at);
+  ASSERT_EQ(roomy.Build(40'000'000, [] { return false; }), sat::Encoding::Built::kOk);
+  EXPECT_GT(roomy.variables(), kBudget / 2);
+  EXPECT_EQ(roomy_solver.solve(), 10);
+}
+
 // Unit costs, 6 devices, 12 micro-batches, a round trip of 4 per 3 of compute
 // and room for 3 activations (auto's best is 45, the bound 42).
 Problem SixByTwelveSlowLink() {
@@ -362,6 +397,26 @@ TEST(SatSearch, AppliesOnlyOnAGrid) {
   EXPECT_TRUE(SatSearchApplies(p));
   p.memory_limit = std::vector<double>{5000, 5000};
   EXPECT_FALSE(SatSearchApplies(p));  // room for more than 1000 grains
+}
+
+// Unit costs scaled to a billion (times in picoseconds, say): the horizon
+// spans billions of grains of 1, more than an encoding may (sat::kMaxGrains).
+// The probes prove nothing there, where their grains once wrapped around an
+// int and a probe "proved" no schedule below one twice as long as 1F1B's.
+TEST(SatSearch, ProvesNothingWhereTheHorizonSpansTooManyGrains) {
+  Problem p = testing::UnitProblem(2, 2, true);
+  for (std::vector<double>* v : {&p.f, &p.b, &p.w}) {
+    for (double& x : *v) x *= 1e9;
+  }
+  ASSERT_TRUE(SatSearchApplies(p));
+  ASSERT_DOUBLE_EQ(TimeGrain(p), 1.0);
+  const Solution s = Seed(p, "1f1b");
+  EXPECT_GT(SatLaneLiterals(p, s.sim.objective), SatSearchOptions{}.max_literals);
+  SatSearchOptions opt;
+  opt.time_limit_s = 2;
+  const SatSearchResult r = SearchTimeIndexed(p, 0, 2 * s.sim.objective, opt);
+  EXPECT_FALSE(r.optimal);
+  EXPECT_DOUBLE_EQ(r.bound, 0);
 }
 
 TEST(SatSearch, StopsWhenToldAndKeepsTheLowerBound) {
