@@ -28,6 +28,7 @@ struct CheckReport {
 };
 
 // `tolerance` is absolute, in the problem's time and memory units.
-CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tolerance = 1e-6);
+CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t,
+                          double tolerance = kTimeTolerance);
 
 }  // namespace optpipe

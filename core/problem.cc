@@ -79,6 +79,42 @@ Status Validate(const Problem& p) {
     if (Status st = CheckArray(*p.offload, S, "offload_time"); !st.ok()) return st;
   }
   if (Status st = CheckArray(p.static_memory, D, "memory.static"); !st.ok()) return st;
+  // Every time the simulator and checker add up stays below the iteration's
+  // serial time (each op of each micro-batch one after another, comm and
+  // copies included); their tolerance is kTimeTolerance of a unit, which a
+  // double holds for sums up to about kMaxTotal (hetoff-1f in nanoseconds
+  // with fractions, a serial time of 2.6e11, failed the checker or did not
+  // fit its memory with every method).
+  const auto too_large = [](const std::string& what, double amount, const std::string& units) {
+    return InvalidArgument(what + " is " + FormatNumber(amount) + ", more than " +
+                           FormatNumber(kMaxTotal) + " units: they are checked to " +
+                           FormatNumber(kTimeTolerance) + " of a unit, which sums that large " +
+                           "cannot hold; give them in a coarser unit (" + units + ")");
+  };
+  double serial = 0;
+  for (std::size_t s = 0; s < S; ++s) {
+    serial += p.f[s] + p.b[s] + p.w[s] + (s + 1 < S ? 2 * p.comm[s] : 0.0) +
+              (p.offload ? 2 * (*p.offload)[s] : 0.0);
+  }
+  serial *= p.microbatches;
+  if (!(serial <= kMaxTotal)) {
+    return too_large(
+        "stage_time: the iteration's serial time (every op of every micro-batch, comm and "
+        "copies, one after another)",
+        serial, "ms or us rather than ns");
+  }
+  // Memory likewise: the most a device could hold, its static memory and an
+  // activation of each of its stages for every micro-batch.
+  std::vector<double> most(p.static_memory);
+  for (std::size_t s = 0; s < S; ++s) most[p.stage_device[s]] += p.activation[s] * p.microbatches;
+  for (std::size_t d = 0; d < D; ++d) {
+    if (!(most[d] <= kMaxTotal)) {
+      return too_large("memory: what device " + std::to_string(d) +
+                           " could hold (its static memory and an activation of each of its "
+                           "stages for every micro-batch)",
+                       most[d], "MiB or GiB rather than bytes");
+    }
+  }
   for (std::size_t s = 0; s < S; ++s) {
     const std::string i = '[' + std::to_string(s) + ']';
     if (p.freed_by_b[s] > p.activation[s]) {

@@ -54,6 +54,13 @@ struct Problem {
   friend bool operator==(const Problem&, const Problem&) = default;
 };
 
+// Times and memory amounts are checked to kTimeTolerance of a unit
+// (core/checker.h), which sums of doubles hold up to totals of about
+// kMaxTotal: Validate refuses a problem whose iteration, run one op after
+// another, takes longer, or one where a device could hold more memory.
+constexpr double kTimeTolerance = 1e-6;
+constexpr double kMaxTotal = 1e10;
+
 // Checks every field and cross-field rule; the message names the first bad
 // field, e.g. "memory.limit[3]: must be >= memory.static[3] (10 < 12)".
 Status Validate(const Problem& p);

@@ -103,6 +103,34 @@ TEST(ProblemFormat, RejectsMalformedNamingTheField) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
+// Times are checked to a millionth of a unit, which sums of doubles hold up to
+// about 1e10: a problem whose ops, one after another, take longer is refused
+// (4 devices x 8 micro-batches: 32 forwards and 32 backwards), and so is one
+// whose sum overflows.
+TEST(ProblemFormat, RefusesTimesTooLargeToCheck) {
+  const auto parse = [](const std::string& f, const std::string& b) {
+    return ParseProblem(R"({"format": "optpipe-problem/1", "devices": 4, "microbatches": 8,
+                            "stage_time": {"f": )" +
+                        f + R"(, "b": )" + b + "}}");
+  };
+  EXPECT_TRUE(parse("1.5e8", "1.5e8").ok());  // 9.6e9
+  for (const auto& [f, b] : {std::pair{"1.6e8", "1.6e8"}, {"1e308", "1e308"}}) {
+    StatusOr<Problem> p = parse(f, b);
+    ASSERT_FALSE(p.ok()) << f;
+    EXPECT_EQ(p.status().message().rfind("stage_time: the iteration's serial time", 0), 0u)
+        << p.status().message();
+  }
+  EXPECT_NE(parse("1.6e8", "1.6e8").status().message().find("1.024e+10"), std::string::npos);
+  // Memory: device 1 could hold 2 + 8 x 1.25e9 = 1.0000000002e10.
+  StatusOr<Problem> bytes = ParseProblem(
+      R"({"format": "optpipe-problem/1", "devices": 2, "microbatches": 8,
+          "stage_time": {"f": 1, "b": 1},
+          "memory": {"activation": [1e9, 1.25e9], "static": 2, "limit": 1e12}})");
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_EQ(bytes.status().message().rfind("memory: what device 1 could hold", 0), 0u)
+      << bytes.status().message();
+}
+
 TEST(ScheduleFormat, RoundTripsAndKeepsExtras) {
   StatusOr<Problem> p = LoadProblem(testing::CasePath("unit-4x8"));
   ASSERT_TRUE(p.ok());

@@ -66,6 +66,30 @@ PY
 then passed=$((passed + 1)); else
   echo "FAIL: SAT proof of 33: $(cat "$tmp/tb.json") $(json_field "$tmp/tm.json" makespan)"
   failed=$((failed + 1)); fi
+# The same problem with every time scaled by k = 1234567.891 (optimum 33 k):
+# on its grain (0.01, of which the times are multiples to a billionth) its
+# horizon spans billions of grains, more than a SAT probe may encode. The probes prove nothing there, where their grains
+# once wrapped around an int and "proved" po-h's 35 k optimal.
+k=1234567.891
+echo "{\"format\": \"optpipe-problem/1\", \"devices\": 4, \"microbatches\": 8, \"stage_time\":
+  {\"f\": $k, \"b\": $k, \"w\": $k}, \"offload_time\": 2469135.782, \"memory\": {\"activation\": 1,
+  \"freed_by_b\": 0.5, \"limit\": 2}}" >"$tmp/tight-k.json"
+want="" expect 0 "schedule po-h, times scaled" -- "$bin" schedule "$tmp/tight-k.json" --method po-h \
+  -o "$tmp/tks.json"
+"$bin" bound "$tmp/tight-k.json" --schedule "$tmp/tks.json" --json >"$tmp/tkb.json" 2>"$tmp/tkb.err"
+check "bound, times scaled: no more than the optimum 33 k, not proven" -- python3 -c "import json, sys
+b = json.load(open(sys.argv[1]))
+sys.exit(0 if b['bound'] <= 33 * $k * (1 + 1e-12) and b['sat_search_optimal'] is False else 1)" \
+  "$tmp/tkb.json"
+check "bound, times scaled: the probe says too large" -- grep -q "too large to encode" "$tmp/tkb.err"
+# In nanoseconds with fractions (the same times scaled by a thousand), the
+# iteration's serial time passes 1e10, where sums of doubles no longer hold a
+# millionth of a unit: refused, naming the field and what to do.
+sed "s/$k/1234567891.123/g; s/2469135.782/2469135782.246/" "$tmp/tight-k.json" >"$tmp/tight-ns.json"
+want="stage_time: the iteration's serial time" expect 2 "schedule: times too large to check" -- \
+  "$bin" schedule "$tmp/tight-ns.json" --method po-h
+want="give them in a coarser unit" expect 2 "validate: times too large to check" -- \
+  "$bin" validate "$tmp/tight-ns.json" "$tmp/tks.json"
 # bound --schedule aims at a given schedule: milp's 33 is proven optimal
 # (gap 0; its one probe, by 32, decides in about 20 s), po-h's is not, and
 # 1F1B without offload does not fit the room.
