@@ -261,7 +261,7 @@ double MemoryBound(const Problem& p, const std::vector<Phases>& phases,
         return;
       }
       if (i == v.size() || ++nodes > kMaxNodes || cost + fractional(i, rest) >= best - eps) return;
-      const int most = std::min(M, static_cast<int>(std::ceil(rest / v[i].save - 1e-9)));
+      const int most = static_cast<int>(std::min<double>(M, std::ceil(rest / v[i].save - 1e-9)));
       for (int n = most; n >= 0; --n) self(self, i + 1, rest - n * v[i].save, cost + n * v[i].cost);
     };
     search(search, 0, need, 0.0);

@@ -28,7 +28,7 @@ void Builder::AddMemoryPrecedences() {
     const double offl = p_.offload_allowed() ? p_.offloadable[s] : 0.0;
     const double r = act - offl;
     const auto add = [&](OpType t, double per) {
-      const int cap = static_cast<int>(std::floor(room / per + 1e-9));
+      const int cap = static_cast<int>(std::min<double>(M_, std::floor(room / per + 1e-9)));
       for (int j = cap + 1; j < M_; ++j)
         edges_.push_back({Id(t, s, j - cap - 1), Id(OpType::kF, s, j), 0.0});
     };
