@@ -209,8 +209,11 @@ double CommonGrain(const std::vector<double>& values) {
   for (double g : kGrains) {
     bool ok = true;
     for (double x : values) {
+      // A multiple up to rounding error: a billionth of it, at most a
+      // thousandth of a grain (beyond a million grains a relative tolerance
+      // alone would take any value for a multiple of 2).
       const double q = x / g;
-      if (std::abs(q - std::round(q)) > 1e-9 * std::max(1.0, q)) {
+      if (std::abs(q - std::round(q)) > std::min(1e-3, 1e-9 * std::max(1.0, q))) {
         ok = false;
         break;
       }

@@ -190,6 +190,14 @@ TEST(LowerBound, RisesToTheTimeGrain) {
   p.f = {1.0 / 3, 1};
   EXPECT_DOUBLE_EQ(TimeGrain(p), 0);
   EXPECT_DOUBLE_EQ(AtGrain(p, 13.51), 13.51);
+  // In microseconds, the grid milliseconds have (1.13, 0.88, 0.25: 0.01).
+  EXPECT_DOUBLE_EQ(CommonGrain({1130, 880, 250}), 10);
+  EXPECT_DOUBLE_EQ(CommonGrain({1130, 880, 250, 0.01}), 0.01);
+  // Large values: a multiple to a thousandth of a grain, not to a billionth
+  // of the value (which would make 1000000333 a multiple of 2).
+  EXPECT_DOUBLE_EQ(CommonGrain({1000000333}), 1);
+  EXPECT_DOUBLE_EQ(CommonGrain({1234567.891, 2469135.782}), 0.001);
+  EXPECT_DOUBLE_EQ(CommonGrain({0.1 + 0.2, 0.7}), 0.1);  // 0.30000000000000004
 }
 
 // Without offload and with room for one activation, device 0 runs one F (2)

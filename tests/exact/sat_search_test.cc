@@ -399,14 +399,14 @@ TEST(SatSearch, AppliesOnlyOnAGrid) {
   EXPECT_FALSE(SatSearchApplies(p));  // room for more than 1000 grains
 }
 
-// Unit costs scaled to a billion (times in picoseconds, say): the horizon
+// Unit costs scaled to 1000000333 (times in picoseconds, say): the horizon
 // spans billions of grains of 1, more than an encoding may (sat::kMaxGrains).
 // The probes prove nothing there, where their grains once wrapped around an
 // int and a probe "proved" no schedule below one twice as long as 1F1B's.
 TEST(SatSearch, ProvesNothingWhereTheHorizonSpansTooManyGrains) {
   Problem p = testing::UnitProblem(2, 2, true);
   for (std::vector<double>* v : {&p.f, &p.b, &p.w}) {
-    for (double& x : *v) x *= 1e9;
+    for (double& x : *v) x *= 1000000333;
   }
   ASSERT_TRUE(SatSearchApplies(p));
   ASSERT_DOUBLE_EQ(TimeGrain(p), 1.0);

@@ -67,8 +67,8 @@ then passed=$((passed + 1)); else
   echo "FAIL: SAT proof of 33: $(cat "$tmp/tb.json") $(json_field "$tmp/tm.json" makespan)"
   failed=$((failed + 1)); fi
 # The same problem with every time scaled by k = 1234567.891 (optimum 33 k):
-# on its grain (0.01, of which the times are multiples to a billionth) its
-# horizon spans billions of grains, more than a SAT probe may encode. The probes prove nothing there, where their grains
+# on its grain of 0.001 its horizon spans tens of billions of grains, more
+# than a SAT probe may encode. The probes prove nothing there, where their grains
 # once wrapped around an int and "proved" po-h's 35 k optimal.
 k=1234567.891
 echo "{\"format\": \"optpipe-problem/1\", \"devices\": 4, \"microbatches\": 8, \"stage_time\":
