@@ -119,6 +119,11 @@ namespace optpipe {
 
 struct DeviceSearchBound;
 
+// Search nodes a second, about: what a caller that budgets the search by its
+// nodes (deterministic, and ending where the clock would not) gives it for a
+// second of wall-clock time.
+constexpr double kSearchNodesPerSecond = 1e6;
+
 struct DeviceSearchOptions {
   // Search nodes per device (a deterministic budget: the devices share D
   // times this, see ComputeDeviceSearchBound), and wall-clock seconds for

@@ -87,13 +87,14 @@ Command AddBound(CLI::App& app) {
         const LowerBound lb = ComputeLowerBound(*p);
         DeviceSearchOptions so;
         so.time_limit_s = args->search_seconds;
-        // About a million nodes a second, as milp gives it (at least the
+        // kSearchNodesPerSecond, as milp gives it (at least the
         // defaults): the clock, not the nodes, ends a search given more time.
-        so.max_nodes_per_device =
-            std::max(so.max_nodes_per_device,
-                     static_cast<std::int64_t>(1e6 * args->search_seconds / p->devices));
+        so.max_nodes_per_device = std::max(
+            so.max_nodes_per_device,
+            static_cast<std::int64_t>(kSearchNodesPerSecond * args->search_seconds / p->devices));
         so.max_nodes_per_pair =
-            std::max(so.max_nodes_per_pair, static_cast<std::int64_t>(1e6 * args->search_seconds));
+            std::max(so.max_nodes_per_pair,
+                     static_cast<std::int64_t>(kSearchNodesPerSecond * args->search_seconds));
         // Every search aims at the schedule given, or else the list scheduler's.
         std::optional<Solution> list;
         if (!given) {

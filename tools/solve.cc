@@ -225,10 +225,11 @@ DeviceSearchOptions CoreSearch(const Problem& p, const SolveOptions& opt, bool f
   DeviceSearchOptions search;
   search.time_limit_s = 0.1 * opt.time_limit_s;
   if (for_milp) {
-    search.max_nodes_per_device =
-        std::max(search.max_nodes_per_device,
-                 static_cast<std::int64_t>(1e6 * search.time_limit_s / p.devices));
-    search.max_nodes_per_pair = static_cast<std::int64_t>(1e6 * search.time_limit_s);
+    search.max_nodes_per_device = std::max(
+        search.max_nodes_per_device,
+        static_cast<std::int64_t>(kSearchNodesPerSecond * search.time_limit_s / p.devices));
+    search.max_nodes_per_pair =
+        static_cast<std::int64_t>(kSearchNodesPerSecond * search.time_limit_s);
   }
   return search;
 }
