@@ -243,8 +243,10 @@ StatusOr<Plan> BuildPlan(const ModelCosts& c, const Hardware& hw, const PlanOpti
     for (int k = d; k < std::min(opt.devices, d + hw.gpus_per_host_link); ++k) group.push_back(k);
     p.host_links.push_back(group);
   }
+  // Only inputs out of any real range get here (a hardware of 1e-300
+  // TFLOP/s makes every time infinite): bad input, named by what it gave.
   if (Status st = Validate(p); !st.ok()) {
-    return Internal("planner built an invalid problem: " + st.message());
+    return InvalidArgument("the model and hardware give an invalid problem: " + st.message());
   }
   return plan;
 }

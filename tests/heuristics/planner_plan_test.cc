@@ -28,6 +28,20 @@ PlanOptions Shape(int devices, int v, int microbatches) {
   return o;
 }
 
+// A hardware file out of any real range (1e-300 TFLOP/s: every time
+// infinite) is bad input, named by the field it breaks.
+TEST(Plan, HardwareOutOfRangeIsBadInput) {
+  Hardware hw = *HardwarePreset("h100");
+  hw.peak_tflops = 1e-300;
+  StatusOr<Plan> plan = BuildPlan(BuildCosts(Model("llama-8b"), hw), hw, Shape(8, 1, 4));
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(plan.status().message().rfind(
+                "the model and hardware give an invalid problem: stage_time", 0),
+            0u)
+      << plan.status().message();
+}
+
 TEST(Plan, Gpt105bOnEightDevicesLoadsValidatesAndSchedules) {
   const Hardware hw = *HardwarePreset("h100");
   const ModelCosts c = BuildCosts(Model("gpt-10.5b"), hw);
