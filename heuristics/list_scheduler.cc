@@ -204,7 +204,13 @@ class ListScheduler {
   void Reserve(int m, double t);
   void CancelExpress(int m, double t);
   void PushReady(int d, int i);
-  std::vector<Ready> skipped_;  // scratch for DispatchDevice
+  std::vector<Ready> skipped_;    // scratch for DispatchDevice
+  std::vector<int> held_stages_;  // scratch: stages whose every ready F is held back
+  // Per device: its stages, its scans of the ready forwards, the last scan
+  // that stopped before the end (see DispatchDevice); per F: the scans before
+  // it became ready.
+  std::vector<int> stages_on_;
+  std::vector<std::int64_t> scans_, cut_scan_, pushed_scan_;
   std::size_t total_ = 0, done_ = 0;
 };
 
@@ -225,6 +231,11 @@ void ListScheduler::Prepare() {
   future_.assign(lanes, {});
   ready_b_.assign(D_, {});
   ready_f_.assign(D_, {});
+  stages_on_.assign(D_, 0);
+  for (int s = 0; s < S_; ++s) ++stages_on_[p_.stage_device[s]];
+  scans_.assign(D_, 0);
+  cut_scan_.assign(D_, 0);
+  pushed_scan_.assign(n, 0);
   ready_w_.assign(D_, {});
   ready_o_.assign(p_.host_links.size(), {});
   waiting_.assign(S_, {});
@@ -421,6 +432,7 @@ void ListScheduler::PushReady(int d, int i) {
       ready_b_[d].push({-TailB(op.stage), double(op.microbatch), i});
       break;
     case OpType::kF:
+      pushed_scan_[i] = scans_[d];
       if (opt_.breadth_first) {
         ready_f_[d].push({double(op.stage), double(op.microbatch), i});
       } else {
@@ -523,17 +535,33 @@ void ListScheduler::DispatchDevice(int d, double t) {
   // micro-batch's first forward also needs its chain's way clear.
   auto& rf = ready_f_[d];
   skipped_.clear();
+  held_stages_.clear();
+  ++scans_[d];
   int chosen = -1;
   double blocked = kNever;  // when a blocked express chain may find its way clear
   while (!rf.empty() && chosen < 0) {
+    // Once every stage of the device is held back as a whole (its warm-up
+    // depth, the next slot or memory), no F behind may start: the scan stops
+    // there, O(stages) instead of O(ready forwards) (a device short of memory
+    // has every forward of stage 0 ready: 4 x 8192 took 2 s, where
+    // rejecting them one by one was quadratic). Those it leaves are held back
+    // as if passed over (kept_back_, marked when next taken from the heap).
+    if (static_cast<int>(held_stages_.size()) == stages_on_[d]) {
+      cut_scan_[d] = scans_[d];
+      break;
+    }
     const Ready r = rf.top();
     rf.pop();
+    if (cut_scan_[d] > pushed_scan_[r.op]) kept_back_[r.op] = 1;
     const Op f = sp_.At(r.op);
     const bool lead = f.stage == 0 && express_[f.microbatch];
-    bool ok = inflight_[f.stage] < cap_[f.stage] && fits_slot(r.op) &&
-              (opt_.breadth_first ? Fits(d, p_.activation[f.stage], 0)
-                                  : Fits(d, p_.activation[f.stage], reserve_[f.stage]) &&
-                                        LeavesRoomForReload(d, f));
+    const bool held =
+        std::find(held_stages_.begin(), held_stages_.end(), f.stage) != held_stages_.end();
+    const bool stage_ok =
+        !held && inflight_[f.stage] < cap_[f.stage] && fits_slot(r.op) &&
+        Fits(d, p_.activation[f.stage], opt_.breadth_first ? 0 : reserve_[f.stage]);
+    bool ok = stage_ok && (opt_.breadth_first || LeavesRoomForReload(d, f));
+    if (!stage_ok && !held) held_stages_.push_back(f.stage);
     if (ok && lead) {
       if (const double until = PathBlockedUntil(f.microbatch, t); until > t) {
         blocked = std::min(blocked, until);
