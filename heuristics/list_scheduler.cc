@@ -542,10 +542,10 @@ void ListScheduler::DispatchDevice(int d, double t) {
   while (!rf.empty() && chosen < 0) {
     // Once every stage of the device is held back as a whole (its warm-up
     // depth, the next slot or memory), no F behind may start: the scan stops
-    // there, O(stages) instead of O(ready forwards) (a device short of memory
-    // has every forward of stage 0 ready: 4 x 8192 took 2 s, where
-    // rejecting them one by one was quadratic). Those it leaves are held back
-    // as if passed over (kept_back_, marked when next taken from the heap).
+    // there, O(stages) instead of O(ready forwards): a device short of memory
+    // has every forward of stage 0 ready, and rejecting them one by one was
+    // quadratic (memory-limited 4x4096: 1.2 s, now 6.6 ms). Those it leaves
+    // are held back as if passed over (kept_back_, marked when next taken).
     if (static_cast<int>(held_stages_.size()) == stages_on_[d]) {
       cut_scan_[d] = scans_[d];
       break;
