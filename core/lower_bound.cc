@@ -159,7 +159,9 @@ std::vector<PhaseWeights> BestWeights(const std::vector<Phases>& phases,
       if (used + amounts.back() > room + tol) rows.push_back(count);  // nothing more fits
       return true;
     }
-    for (int k = static_cast<int>((room + tol - used) / amounts[j]); k >= 0; --k) {
+    // (more than kMaxNodes of one amount end the listing anyway)
+    const double most = std::min<double>(kMaxNodes, (room + tol - used) / amounts[j]);
+    for (int k = static_cast<int>(most); k >= 0; --k) {
       count[j] = k;
       if (!self(self, j + 1, used + k * amounts[j])) return false;
     }
