@@ -15,6 +15,8 @@ std::string FormatNumber(double x, int precision) {
 }
 
 std::string FormatFixed(double x, int decimals, bool keep_zeros) {
+  // From 1e15 on a double holds no decimals, and the digits would not fit.
+  if (std::abs(x) >= 1e15) return FormatNumber(x);
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
   std::string s = buf;

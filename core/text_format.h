@@ -15,7 +15,8 @@ namespace optpipe {
 // Shortest ostream form with `precision` significant digits.
 std::string FormatNumber(double x, int precision = 6);
 // Fixed-point with `decimals` digits, trailing zeros trimmed unless `keep_zeros`
-// (for aligned table columns): "12.5", "30", never "-0".
+// (for aligned table columns): "12.5", "30", never "-0"; from 1e15 on, as
+// FormatNumber ("2e+300", where the digits had been cut at 63).
 std::string FormatFixed(double x, int decimals, bool keep_zeros = false);
 // The smallest 1, 2 or 5 times a power of ten that is at least `raw` (> 0).
 double NiceStep(double raw);

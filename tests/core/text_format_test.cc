@@ -14,6 +14,9 @@ TEST(TextFormat, NumbersReadShortAndExact) {
   EXPECT_EQ(FormatFixed(-0.0001, 2), "0");
   EXPECT_EQ(FormatFixed(12.5, 2, true), "12.50");
   EXPECT_EQ(FormatFixed(-1.25, 1, true), "-1.2");  // printf rounds half to even here
+  EXPECT_EQ(FormatFixed(123456789012345.0, 1), "123456789012345");
+  EXPECT_EQ(FormatFixed(2e300, 4), "2e+300");
+  EXPECT_EQ(FormatFixed(-3.5e20, 2, true), "-3.5e+20");
 }
 
 TEST(TextFormat, NiceStepsAreOneTwoFiveTimesAPowerOfTen) {
