@@ -82,6 +82,20 @@ class StageKernel {
   // The activation gradient; with a fused backward (split_backward false) all of it.
   virtual Status B(int stage, int microbatch, KernelContext& ctx) = 0;
   virtual Status W(int stage, int microbatch, KernelContext& ctx) = 0;
+
+  // ctx.op, by the method of its type.
+  Status Run(KernelContext& ctx) {
+    switch (ctx.op.type) {
+      case OpType::kF:
+        return F(ctx.op.stage, ctx.op.microbatch, ctx);
+      case OpType::kB:
+        return B(ctx.op.stage, ctx.op.microbatch, ctx);
+      case OpType::kW:
+        return W(ctx.op.stage, ctx.op.microbatch, ctx);
+      default:
+        return Internal("not a compute op: " + ToString(ctx.op));
+    }
+  }
 };
 
 // A dependency between two ops (core/dag.h), with its transfer time.

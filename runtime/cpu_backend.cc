@@ -97,20 +97,7 @@ Status CpuBackend::RunCompute(int, StageKernel& kernel, KernelContext& ctx,
                               Clock::time_point started, OpTimes* t) {
   ctx.stream = nullptr;
   ctx.occupy = [this, started](double seconds) { return BusyUntil(After(started, seconds)); };
-  Status st;
-  switch (ctx.op.type) {
-    case OpType::kF:
-      st = kernel.F(ctx.op.stage, ctx.op.microbatch, ctx);
-      break;
-    case OpType::kB:
-      st = kernel.B(ctx.op.stage, ctx.op.microbatch, ctx);
-      break;
-    case OpType::kW:
-      st = kernel.W(ctx.op.stage, ctx.op.microbatch, ctx);
-      break;
-    default:
-      return Internal("not a compute op: " + ToString(ctx.op));
-  }
+  const Status st = kernel.Run(ctx);
   t->start = Since(started);
   t->end = Since(Clock::now());
   return st;

@@ -328,20 +328,7 @@ class CudaBackend final : public Backend {
                     what);
       return OkStatus();
     };
-    Status st;
-    switch (ctx.op.type) {
-      case OpType::kF:
-        st = kernel.F(ctx.op.stage, ctx.op.microbatch, ctx);
-        break;
-      case OpType::kB:
-        st = kernel.B(ctx.op.stage, ctx.op.microbatch, ctx);
-        break;
-      case OpType::kW:
-        st = kernel.W(ctx.op.stage, ctx.op.microbatch, ctx);
-        break;
-      default:
-        return Internal("not a compute op: " + what);
-    }
+    const Status st = kernel.Run(ctx);
     if (!st.ok()) return st;
     OPTPIPE_CHECK(cudaSetDevice(dv.gpu), what);  // the kernel may have switched devices
     OPTPIPE_CHECK(cudaEventRecord(end_ev_[i], dv.compute), what);
