@@ -100,6 +100,13 @@ StatusOr<Schedule> ParseScheduleText(const Problem& p, const std::string& text) 
   return s;
 }
 
+void SortByStart(std::vector<TimedOp>& ops) {
+  std::stable_sort(ops.begin(), ops.end(), [](const TimedOp& a, const TimedOp& b) {
+    if (a.start != b.start) return a.start < b.start;
+    return a.device < b.device;
+  });
+}
+
 StatusOr<Schedule> OrdersOf(const Problem& p, const TimedSchedule& t) {
   Schedule s = Schedule::Empty(p, t.method);
   const std::vector<int> link = LinkOfDevice(p);

@@ -74,6 +74,10 @@ struct TimedSchedule {
   SolveInfo info;
 };
 
+// Sorts ops by start time, ties by device, otherwise keeping their order: how
+// the simulator and the runtime list the ops of a schedule file.
+void SortByStart(std::vector<TimedOp>& ops);
+
 // Per-lane orders of a timed schedule: ops sorted by start time (ties keep file
 // order), each held at its start, so that simulating them gives the file's
 // times. Fails if an op has a stage out of range; other inconsistencies are the

@@ -427,10 +427,7 @@ TimedSchedule ToTimed(const Problem& p, const Schedule& s, const SimResult& r) {
     const Op op = space.At(i);
     t.ops.push_back({op, DeviceOf(p, op), r.start[i], r.end[i]});
   }
-  std::stable_sort(t.ops.begin(), t.ops.end(), [](const TimedOp& a, const TimedOp& b) {
-    if (a.start != b.start) return a.start < b.start;
-    return a.device < b.device;
-  });
+  SortByStart(t.ops);
   t.makespan = r.makespan;
   t.device_span = r.device_span;
   t.objective = r.objective;

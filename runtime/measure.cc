@@ -18,10 +18,7 @@ TimedSchedule MeasuredSchedule(const Problem& p, const Schedule& s, const Iterat
   t.problem = p.name;
   t.method = s.method + " (measured)";
   for (const MeasuredOp& m : it.ops) t.ops.push_back({m.op, m.device, m.start, m.end});
-  std::stable_sort(t.ops.begin(), t.ops.end(), [](const TimedOp& a, const TimedOp& b) {
-    if (a.start != b.start) return a.start < b.start;
-    return a.device < b.device;
-  });
+  SortByStart(t.ops);
   t.makespan = it.makespan;
   t.device_span = it.device_span;
   t.objective = it.objective;
