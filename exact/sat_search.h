@@ -25,8 +25,9 @@
 //
 // Probes bisect the grain multiples between the bound and the incumbent
 // (the first, and the first after each schedule found, just below the best,
-// since heuristic incumbents tend to be close; the others at the upper
-// middle): a schedule
+// since heuristic incumbents tend to be close, 1, 2, 4, ... grains below it
+// while these find schedules, no lower than the upper middle; the others at
+// the upper middle): a schedule
 // by T (decoded, re-timed by the Simulator) is the new incumbent, "none by T"
 // raises the bound to T + g, and the two meeting prove the incumbent optimal.
 // A probe gets half of the time left (the last one all of it; one just

@@ -194,6 +194,31 @@ TEST(SatSearch, FindsTheScheduleWhereAMicroBatchOvertakesAnother) {
   testing::ExpectSchedule(p, r, "4x5");
 }
 
+// Three devices with two chunks each, six micro-batches, room for three
+// activations, a slow link: from the list scheduler's schedule each probe just
+// below the best finds a schedule at its target (the hint's times lead it
+// there), so a descent one grain a probe took a probe per grain (9 to the
+// optimum, 42); doubling the step while they find takes about log2 of the
+// grains (5: 50, 48, 45, 43, 42). Two racing solvers find each in
+// milliseconds, where one alone took 19 s.
+TEST(SatSearch, DescentDoublesItsStepWhileProbesFind) {
+  const Problem p = testing::MakeProblem(
+      R"("devices": 3, "microbatches": 6, "stages_per_device": 2, "split_backward": false,
+         "stage_time": {"f": 1, "b": 2}, "offload_time": 2,
+         "memory": {"activation": 1, "limit": 3})");
+  const Solution list = Seed(p, "list");
+  SatSearchOptions opt;
+  opt.time_limit_s = 60;
+  opt.solvers = 2;
+  opt.hint = &list.sim;
+  const SatSearchResult r = SearchTimeIndexed(p, BestLowerBound(p), list.sim.objective, opt);
+  ASSERT_TRUE(r.optimal);
+  const double grains = list.sim.objective - r.best;  // of 1
+  ASSERT_GE(grains, 8);
+  EXPECT_LE(r.probes, std::ceil(std::log2(grains)) + 3);
+  testing::ExpectSchedule(p, r, "3x6");
+}
+
 // Without a memory limit the simulator's times are the least a schedule's
 // orders allow, so with every op held to 1F1B's orders a probe finds a
 // schedule at its makespan and none a grain below, while the problem itself
