@@ -395,7 +395,7 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     // Just below the best after a schedule was found (the hint's times are
     // close), twice as far below after each descent that found one, down to
     // the upper middle (fz4x8v2-L3 from the list scheduler's 70 to 58 in 6
-    // probes and 7 s, where a grain a probe took 12 and 15 s), else the upper
+    // probes and 7 s, where a grain a probe took 11 and 11 s), else the upper
     // middle of the targets left; the last one gets all the time.
     const int steps = Grains(top - res.bound, g);
     const double target = descend ? top - std::min(jump, steps / 2) * g : top - (steps / 2) * g;
