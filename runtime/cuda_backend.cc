@@ -83,6 +83,13 @@ std::string CudaVersions() {
 
 namespace {
 
+constexpr auto kSpinAhead = std::chrono::microseconds(300);
+constexpr auto kSpinAfter = std::chrono::milliseconds(2);
+
+Clock::duration Seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
 unsigned long long Nanoseconds(double seconds) {
   return seconds > 0 ? static_cast<unsigned long long>(std::llround(seconds * 1e9)) : 0ULL;
 }
@@ -319,20 +326,23 @@ class CudaBackend final : public Backend {
     const int i = space_.Index(ctx.op);
     Device& dv = devs_[ctx.device];
     const std::string what = ToString(ctx.op) + " on device " + std::to_string(ctx.device);
+    const Clock::time_point enqueued = Clock::now();
     OPTPIPE_CHECK(cudaSetDevice(dv.gpu), what);
     OPTPIPE_CHECK(cudaEventRecord(start_ev_[i], dv.compute), what);
     OPTPIPE_CHECK(cuda::LaunchStamp(dv.compute, dv.stamps), what);
     ctx.stream = dv.compute;
-    ctx.occupy = [this, &dv, what](double seconds) -> Status {
+    double occupied = 0;  // each occupy() lasts from the op's stamp: the longest one counts
+    ctx.occupy = [this, &dv, &occupied, what](double seconds) -> Status {
       OPTPIPE_CHECK(cuda::LaunchSpinUntil(dv.compute, dv.stamps, Nanoseconds(seconds), abort_dev_),
                     what);
+      occupied = std::max(occupied, seconds);
       return OkStatus();
     };
     const Status st = kernel.Run(ctx);
     if (!st.ok()) return st;
     OPTPIPE_CHECK(cudaSetDevice(dv.gpu), what);  // the kernel may have switched devices
     OPTPIPE_CHECK(cudaEventRecord(end_ev_[i], dv.compute), what);
-    return Finish(dv.gpu, i, what, t);
+    return Finish(dv.gpu, i, enqueued + Seconds(occupied), what, t);
   }
 
   Status RunCopy(int, int device, const Op& op, std::vector<Buffer>& dev, std::vector<Buffer>& host,
@@ -340,6 +350,7 @@ class CudaBackend final : public Backend {
     const int i = space_.Index(op);
     Device& dv = devs_[device];
     const std::string what = ToString(op) + " on device " + std::to_string(device);
+    const Clock::time_point enqueued = Clock::now();
     OPTPIPE_CHECK(cudaSetDevice(dv.gpu), what);
     OPTPIPE_CHECK(cudaEventRecord(start_ev_[i], dv.copy), what);
     OPTPIPE_CHECK(cuda::LaunchStamp(dv.copy, dv.stamps + 1), what);
@@ -354,7 +365,7 @@ class CudaBackend final : public Backend {
     OPTPIPE_CHECK(cuda::LaunchSpinUntil(dv.copy, dv.stamps + 1, Nanoseconds(seconds), abort_dev_),
                   what);
     OPTPIPE_CHECK(cudaEventRecord(end_ev_[i], dv.copy), what);
-    return Finish(dv.gpu, i, what, t);
+    return Finish(dv.gpu, i, enqueued + Seconds(seconds), what, t);
   }
 
  private:
@@ -370,9 +381,13 @@ class CudaBackend final : public Backend {
   };
 
   // Waits (polling, so that a stopped run is noticed) for op i's end event and
-  // converts its events to seconds since the origin.
-  Status Finish(int gpu, int i, const std::string& what, OpTimes* t) {
-    for (int k = 0;; ++k) {
+  // converts its events to seconds since the origin. The host sleeps until
+  // kSpinAhead before `due`, the op's expected end, and then spins on the event:
+  // the lane's next op follows within microseconds, where waking from a sleep
+  // takes tens of them. An op that overruns `due` by kSpinAfter is polled.
+  Status Finish(int gpu, int i, Clock::time_point due, const std::string& what, OpTimes* t) {
+    const Clock::time_point wake = due - kSpinAhead, poll = due + kSpinAfter;
+    for (;;) {
       const cudaError_t e = cudaEventQuery(end_ev_[i]);
       if (e == cudaSuccess) break;
       if (e != cudaErrorNotReady)
@@ -381,7 +396,10 @@ class CudaBackend final : public Backend {
         *abort_ = 1;
         return Cancelled(what + " was stopped");
       }
-      if (k < 64) {
+      const Clock::time_point now = Clock::now();
+      if (now < wake) {
+        control_->SleepUntil(wake);  // early when the run stops
+      } else if (now < poll) {
         std::this_thread::yield();
       } else {
         std::this_thread::sleep_for(std::chrono::microseconds(20));
@@ -461,9 +479,12 @@ class CudaBackend final : public Backend {
 StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const CudaBackendOptions& opt) {
   if (opt.gpus < 0) return InvalidArgument("gpus: must be >= 0");
   if (!(opt.drain_timeout_s >= 0)) return InvalidArgument("drain_timeout_s: must be >= 0");
+  constexpr const char* kNeeds =
+      ": the cuda backend needs an NVIDIA GPU and its driver; "
+      "--backend cpu runs without one";
   StatusOr<int> n = CudaDeviceCount();
-  if (!n.ok()) return NotApplicable("no usable GPU: " + n.status().message());
-  if (*n == 0) return NotApplicable("no CUDA device");
+  if (!n.ok()) return NotApplicable("no usable GPU (" + n.status().message() + ")" + kNeeds);
+  if (*n == 0) return NotApplicable(std::string("no CUDA device") + kNeeds);
   return std::unique_ptr<Backend>(new CudaBackend(opt));
 }
 
