@@ -31,10 +31,11 @@ struct State {
 
 class Search {
  public:
-  // The search stops (and bounds what it left) after max_nodes nodes or at
-  // `deadline`, whichever comes first.
-  Search(const Relaxed& r, std::int64_t max_nodes, std::chrono::steady_clock::time_point deadline)
-      : r_(r), max_nodes_(max_nodes), deadline_(deadline) {
+  // The search stops (and bounds what it left) after max_nodes nodes, at
+  // `deadline` or on `stop`, whichever comes first.
+  Search(const Relaxed& r, std::int64_t max_nodes, std::chrono::steady_clock::time_point deadline,
+         const std::atomic<bool>* stop)
+      : r_(r), max_nodes_(max_nodes), deadline_(deadline), stop_(stop) {
     double span = 1.0;
     for (const Lane& ln : r.lanes) span = std::max(span, ln.rF.back() + ln.b + ln.qB.back());
     tol_ = 1e-9 * span;
@@ -519,10 +520,13 @@ class Search {
     cut_short_ = nodes_ > probe_limit_ || (nodes_ % 1024 == 0 && OutOfTime());
     return cut_short_;
   }
-  bool OutOfTime() const { return std::chrono::steady_clock::now() >= deadline_; }
+  bool OutOfTime() const {
+    return std::chrono::steady_clock::now() >= deadline_ || (stop_ && stop_->load());
+  }
 
   std::int64_t max_nodes_, probe_limit_ = 0;
   std::chrono::steady_clock::time_point deadline_;
+  const std::atomic<bool>* stop_;
   bool exhausted_ = false, cut_short_ = false;  // the whole search; the probe
   std::int64_t nodes_ = 0, stored_ = 0;
   double tol_ = 0;
@@ -533,8 +537,8 @@ class Search {
 }  // namespace
 
 Result Solve(const Relaxed& r, double known, double upper, std::int64_t max_nodes,
-             std::chrono::steady_clock::time_point deadline) {
-  Search search(r, max_nodes, deadline);
+             std::chrono::steady_clock::time_point deadline, const std::atomic<bool>* stop) {
+  Search search(r, max_nodes, deadline, stop);
   Result out;
   out.value = search.Run(known, upper);
   out.finished = search.finished();

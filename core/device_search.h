@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -57,8 +58,10 @@ struct Result {
 // `max_nodes` nodes and by `deadline`. No probe aims above `upper` (an
 // objective a schedule of the problem reaches): a probe there that finds
 // nothing proves it, and the value is then `upper` (at most the least
-// makespan, whatever `upper` is).
+// makespan, whatever `upper` is). `stop`, set from any thread, ends it as
+// the deadline does.
 Result Solve(const Relaxed& r, double known, double upper, std::int64_t max_nodes,
-             std::chrono::steady_clock::time_point deadline);
+             std::chrono::steady_clock::time_point deadline,
+             const std::atomic<bool>* stop = nullptr);
 
 }  // namespace optpipe::device_search

@@ -172,7 +172,8 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
   // The relaxation's least makespan (a bound on it when cut short), from a
   // bound `known` on it, in at most `nodes` nodes.
   const auto solve = [&](const Relaxed& r, double known, std::int64_t nodes, bool& finished) {
-    const device_search::Result res = device_search::Solve(r, known, opt.upper, nodes, deadline);
+    const device_search::Result res =
+        device_search::Solve(r, known, opt.upper, nodes, deadline, opt.stop);
     out.nodes += res.nodes;
     finished = finished && res.finished;
     return res.value;
@@ -292,7 +293,7 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
     };
     double T = 0;  // from the link's own devices' bound
     for (const Member& m : members) T = std::max(T, m.v[m.n]);
-    while (std::chrono::steady_clock::now() < deadline) {
+    while (std::chrono::steady_clock::now() < deadline && !(opt.stop && opt.stop->load())) {
       const double tol = 1e-9 * std::max(1.0, T);
       double need = first + last, next = kInf;  // next: where some n_d falls
       for (Member& m : members) {

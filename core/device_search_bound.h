@@ -108,6 +108,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -146,6 +147,8 @@ struct DeviceSearchOptions {
   // one round (below a new `upper`, where a first round of a sixteenth would
   // prove nothing and end there).
   const DeviceSearchBound* resume = nullptr;
+  // Set from any thread to end every search as the clock would.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct DevicePairValue {

@@ -33,6 +33,7 @@
 //   if (r.ok()) std::cout << r->iterations[0].makespan << " vs " << r->predicted.makespan;
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -56,6 +57,9 @@ struct ExecutorOptions {
   double watchdog_s = 0;
   // Hold memory.static as a real buffer on every device too (it is counted either way).
   bool allocate_static = true;
+  // Set from any thread (a Ctrl-C handler) to stop the run within 0.1 s: every
+  // lane stops and Run fails with "interrupted" (IsCancelled).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // One op as it ran, in problem time units since the iteration's first start.

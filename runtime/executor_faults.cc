@@ -10,7 +10,7 @@
 namespace optpipe::runtime::internal {
 
 // Waits until every lane has returned, stopping the run when no op started or
-// finished for watchdog_s.
+// finished for watchdog_s, or on the caller's stop.
 void Iteration::Watch(double watchdog_s) {
   std::unique_lock<std::mutex> lock(mu_);
   const auto poll = std::chrono::duration_cast<Clock::duration>(
@@ -18,6 +18,10 @@ void Iteration::Watch(double watchdog_s) {
   while (running_ > 0) {
     main_cv_.wait_for(lock, poll);
     if (stopped_ || running_ == 0) continue;
+    if (o_.stop && o_.stop->load()) {
+      StopLocked(Cancelled("interrupted"));
+      continue;
+    }
     const Clock::time_point now = Clock::now();
     if (now > last_progress_ && Seconds(now - last_progress_) > watchdog_s) {
       StopLocked(Internal(WatchdogMessage(now, watchdog_s)));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -17,8 +18,17 @@
 
 namespace optpipe::cli {
 
-// The same for every subcommand.
-enum Exit { kOk = 0, kInvalid = 1, kBadInput = 2, kNotApplicable = 3 };
+// The same for every subcommand; 130 (128 + SIGINT) after a Ctrl-C that the
+// command answered by stopping early with what it had.
+enum Exit { kOk = 0, kInvalid = 1, kBadInput = 2, kNotApplicable = 3, kInterrupted = 130 };
+
+// Ctrl-C: main() installs a SIGINT handler. The first Ctrl-C sets this flag,
+// which searches and runs poll (SolveOptions::stop, ExecutorOptions::stop):
+// they end as their clock would, and the command writes what it has and
+// exits kInterrupted. A second Ctrl-C quits at once.
+const std::atomic<bool>* InterruptFlag();
+bool Interrupted();
+void InstallInterruptHandler();
 
 // Number checks for options whose messages say what is wanted (CLI11's own
 // print the whole range of a double): "--time-limit: must be a number > 0, not 0".

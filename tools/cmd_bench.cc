@@ -69,16 +69,19 @@ int Run(const Args& a) {
   std::vector<BenchRow> rows;
   int invalid = 0;
   for (const Problem& problem : problems) {
+    if (Interrupted()) break;  // the rows so far are printed
     const std::size_t first = rows.size();
     // One device search a problem, which every method's bound starts from:
     // the methods' budget, and at least the default clock.
     SolveOptions base = a.search;
     base.time_limit_s = a.time_limit_s;
+    base.stop = InterruptFlag();
     DeviceSearchOptions so = CoreSearchOptions(problem, base);
     so.time_limit_s = std::max(so.time_limit_s, DeviceSearchOptions{}.time_limit_s);
     const DeviceSearchBound devices = ComputeDeviceSearchBound(problem, so);
     double bound = BestLowerBound(problem, devices);
     for (const std::string& m : methods) {
+      if (Interrupted()) break;
       std::cerr << "optpipe: bench " << problem.name << " (" << problem.devices << "x"
                 << problem.microbatches << ") " << m << "\n";
       BenchRow row;
@@ -144,7 +147,7 @@ int Run(const Args& a) {
     if (Status st = WriteFile(svg, BenchReportSvg(rows)); !st.ok()) return Fail(st);
     std::cerr << "optpipe: wrote " << md << " and " << svg << "\n";
   }
-  return invalid ? kInvalid : kOk;
+  return invalid ? kInvalid : Interrupted() ? kInterrupted : kOk;
 }
 
 }  // namespace

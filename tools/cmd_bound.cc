@@ -87,6 +87,7 @@ Command AddBound(CLI::App& app) {
         const LowerBound lb = ComputeLowerBound(*p);
         DeviceSearchOptions so;
         so.time_limit_s = args->search_seconds;
+        so.stop = InterruptFlag();
         // kSearchNodesPerSecond, as milp gives it (at least the
         // defaults): the clock, not the nodes, ends a search given more time.
         so.max_nodes_per_device = std::max(
@@ -140,12 +141,14 @@ Command AddBound(CLI::App& app) {
           if (ordered) {
             OrderSearchOptions os;
             os.time_limit_s = args->search_seconds;
+            os.stop = InterruptFlag();
             os.log = progress;
             order = SearchOrders(*p, bound, above, os);
             bound = std::max(bound, order->bound);
           } else {
             SatSearchOptions ss;
             ss.time_limit_s = args->search_seconds;
+            ss.stop = InterruptFlag();
             ss.log = progress;
             ss.hint = hint;
             sat = SearchTimeIndexed(*p, bound, above, ss);
@@ -199,7 +202,7 @@ Command AddBound(CLI::App& app) {
                       << "\n";
           }
         }
-        return int{kOk};
+        return int{Interrupted() ? kInterrupted : kOk};
       }};
 }
 

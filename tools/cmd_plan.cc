@@ -87,7 +87,9 @@ void Report(const ModelCosts& c, const Hardware& hw, const Plan& plan) {
 
 int RunSchedule(const Args& a, const Problem& p) {
   std::cerr << "optpipe: scheduling " << p.name << " with " << a.schedule_method << "\n";
-  StatusOr<Solution> sol = Solve(p, a.schedule_method, a.solve);
+  SolveOptions solve = a.solve;
+  solve.stop = InterruptFlag();
+  StatusOr<Solution> sol = Solve(p, a.schedule_method, solve);
   if (!sol.ok()) return Fail(sol.status());
   TimedSchedule t = ToTimed(p, sol->schedule, sol->sim);
   SettleBound(p, sol->sim.objective, t.info);
@@ -100,7 +102,7 @@ int RunSchedule(const Args& a, const Problem& p) {
             << "%, peak memory";
   for (double x : sol->sim.peak_memory) std::cerr << " " << FormatFixed(x, 1, true);
   std::cerr << " GiB\n";
-  return kOk;
+  return Interrupted() ? kInterrupted : kOk;
 }
 
 int Run(const Args& a) {

@@ -51,6 +51,7 @@ int RunSchedule(const RunArgs& a) {
   opt.bytes_per_unit = a.bytes_per_unit;
   opt.iterations = a.iterations;
   opt.watchdog_s = a.watchdog_s;
+  opt.stop = InterruptFlag();
   std::cerr << "optpipe: running " << p->name << " (" << p->devices << " devices x "
             << p->microbatches << " micro-batches) with " << s->method << " on the " << a.backend
             << " backend: " << a.iterations
@@ -66,6 +67,10 @@ int RunSchedule(const RunArgs& a) {
     for (const runtime::LaneReport& l : ex.trace().lanes) {
       std::cerr << "optpipe:   " << l.lane << ": " << l.state << " (" << l.ops_done << "/"
                 << l.ops_total << " ops)\n";
+    }
+    if (Interrupted()) {
+      std::cerr << "optpipe: run interrupted: every lane stopped, nothing measured\n";
+      return kInterrupted;
     }
     return Fail(r.status());
   }
@@ -138,7 +143,8 @@ Command AddRun(CLI::App& app) {
   sub->footer(
       "Synthetic kernels last the problem's op times; activations are real buffers, counted by\n"
       "the executor, so the measured peak memory is exact. Exit 1 when an op fails or the\n"
-      "watchdog fires (the message names the device and op), 3 when the backend is unavailable.\n"
+      "watchdog fires (the message names the device and op), 3 when the backend is unavailable,\n"
+      "130 when Ctrl-C stopped it (every lane stops within 0.1 s).\n"
       "Example: optpipe run tests/cases/unit-4x8.json s.json --iterations 3 --profile-out p.json");
   return {sub, [args] { return RunSchedule(*args); }};
 }

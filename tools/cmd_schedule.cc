@@ -26,6 +26,7 @@ int Run(const Args& a) {
             << "\n";
   SolveOptions solve = a.solve;
   solve.log = [](const std::string& line) { std::cerr << "optpipe: " << line << "\n"; };
+  solve.stop = InterruptFlag();
   StatusOr<Solved> solved = SolveDetailed(*p, a.method, solve);
   if (!solved.ok()) return Fail(solved.status());
   const Solution* sol = &solved->solution;
@@ -56,7 +57,7 @@ int Run(const Args& a) {
             << sol->sim.device_span << ", bound " << *t.info.bound << " (gap " << 100 * *t.info.gap
             << "%), bubble " << 100 * sol->sim.bubble_ratio << "%, peak memory "
             << Brief(sol->sim.peak_memory) << "\n";
-  return kOk;
+  return Interrupted() ? kInterrupted : kOk;
 }
 
 }  // namespace
@@ -87,7 +88,10 @@ Command AddSchedule(CLI::App& app) {
                   "format; minimise C, its optimum is the problem's");
   sub->footer(
       "The schedule is timed by the simulator and checked before it is written; the summary\n"
-      "(makespan, lower bound and gap, bubble ratio, peak memory) goes to stderr.\n"
+      "(makespan, lower bound and gap, bubble ratio, peak memory) goes to stderr. Ctrl-C ends\n"
+      "a search early: the best schedule so far is written (\"termination\": \"interrupted\"), "
+      "exit\n"
+      "130.\n"
       "--svg, --trace and --csv write views of the same schedule; `optpipe draw` makes them\n"
       "later from the JSON, `optpipe show` prints it as text. --write-model hands the exact\n"
       "problem to another solver (CBC, HiGHS, Gurobi): S_<op> are the start times (S_2B5:\n"

@@ -1,5 +1,8 @@
 // optpipe: the command-line front end. Each subcommand lives in its own
 // tools/cmd_*.cc file and registers itself here.
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -79,6 +82,24 @@ int Fail(const Status& st) {
   return ExitFor(st);
 }
 
+namespace {
+std::atomic<bool> interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
+
+extern "C" void OnInterrupt(int) {
+  // Only async-signal-safe calls here: the next Ctrl-C gets the default action.
+  std::signal(SIGINT, SIG_DFL);
+  interrupted.store(true);
+  constexpr char kMessage[] =
+      "\noptpipe: interrupted: stopping with what it has (Ctrl-C again quits at once)\n";
+  [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+}
+}  // namespace
+
+const std::atomic<bool>* InterruptFlag() { return &interrupted; }
+bool Interrupted() { return interrupted.load(); }
+void InstallInterruptHandler() { std::signal(SIGINT, OnInterrupt); }
+
 }  // namespace optpipe::cli
 
 int main(int argc, char** argv) {
@@ -86,7 +107,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "optpipe: pipeline-parallel training schedules (F/B/W per stage and micro-batch, optional\n"
       "activation offload) that respect device memory. Exit codes: 0 ok, 1 invalid, 2 bad input,\n"
-      "3 method not applicable or infeasible."};
+      "3 method not applicable or infeasible, 130 stopped by Ctrl-C (searches end early and\n"
+      "their best so far is written; a second Ctrl-C quits at once)."};
   app.require_subcommand(1);
   const std::vector<Command> commands = {
       AddSchedule(app), AddValidate(app), AddBound(app),     AddMethods(app), AddBench(app),
@@ -97,6 +119,7 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kBadInput;
   }
+  InstallInterruptHandler();
   for (const Command& c : commands) {
     if (c.sub->parsed()) return c.run();
   }

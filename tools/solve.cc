@@ -224,6 +224,7 @@ StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
 DeviceSearchOptions CoreSearch(const Problem& p, const SolveOptions& opt, bool for_milp) {
   DeviceSearchOptions search;
   search.time_limit_s = 0.1 * opt.time_limit_s;
+  search.stop = opt.stop;
   if (for_milp) {
     search.max_nodes_per_device = std::max(
         search.max_nodes_per_device,
@@ -266,6 +267,7 @@ SearchOptions Heuristic(const SolveOptions& opt) {
   o.threads = opt.threads;
   o.seed = opt.seed;
   o.max_evaluations = opt.evaluations;
+  o.stop = opt.stop;
   return o;
 }
 
@@ -403,6 +405,7 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
   if (heuristic && !proven() && (OrderSearchApplies(p) || (SatSearchApplies(p) && !large))) {
     MilpOptions qo;
     qo.time_limit_s = opt.time_limit_s / 10;
+    qo.stop = opt.stop;
     qo.log = opt.log;
     qo.known_bound = core_bound;
     qo.device_search_nodes = 0;  // in core_bound already
@@ -438,6 +441,7 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
   if (warm) pairs_below(warm_objective);
   MilpOptions mo;
   mo.time_limit_s = std::max(0.0, opt.time_limit_s - Since(t0));
+  mo.stop = opt.stop;
   mo.log = opt.log;
   mo.known_bound = core_bound;
   mo.device_search_nodes = 0;  // in core_bound already
@@ -489,10 +493,12 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
   if (OrderSearchApplies(p)) {
     OrderSearchOptions order;
     order.time_limit_s = 0.1 * opt.time_limit_s;
+    order.stop = opt.stop;
     bound = std::max(bound, SearchOrders(p, bound, out.solution.sim.objective, order).bound);
   } else if (SatSearchApplies(p)) {
     SatSearchOptions sat;
     sat.time_limit_s = 0.1 * opt.time_limit_s;
+    sat.stop = opt.stop;
     sat.hint = &out.solution.sim;
     sat.session = &sat_session;
     if (method == "auto") sat.solvers = 1;  // the polish's solver, when it ran
@@ -500,6 +506,7 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
   }
   out.info.bound = bound;
   SettleBound(p, out.solution.sim.objective, out.info);  // above it only by rounding
+  if (opt.stop && opt.stop->load()) out.info.termination = "interrupted";
   out.info.solve_seconds = Since(t0);
   return out;
 }

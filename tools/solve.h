@@ -9,6 +9,7 @@
 //   // s->solution: schedule and simulation; s->info: bound, gap, termination
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -38,6 +39,9 @@ struct SolveOptions {
   // it instead of searching again (bench runs one a problem for all its
   // methods). Null: each runs its own.
   const DeviceSearchBound* devices = nullptr;
+  // Set from any thread (a Ctrl-C handler) to end every search as its clock
+  // would: the method returns its best so far, termination "interrupted".
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // The device search behind the bound SolveDetailed reports for a method

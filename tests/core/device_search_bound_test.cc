@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <limits>
 #include <random>
@@ -265,6 +266,24 @@ TEST(DeviceSearchBound, ACutShortSearchStillBounds) {
     EXPECT_GT(cut.value, 0.0);
     EXPECT_LE(cut.value, full.value + 1e-9);
   }
+}
+
+// A stop (a Ctrl-C, from any thread) ends every device's search at its next
+// look at the clock, and what it proved so far still bounds.
+TEST(DeviceSearchBound, AStopEndsItAsTheClockWould) {
+  const Problem p = testing::MakeProblem(
+      R"("devices": 4, "microbatches": 8, "stage_time": {"f": 1, "b": 1, "w": 1},
+         "offload_time": 2, "memory": {"activation": 1, "freed_by_b": 0.5, "limit": 2})");
+  const DeviceSearchBound full = ComputeDeviceSearchBound(p);
+  ASSERT_TRUE(full.finished);
+  std::atomic<bool> stop{true};
+  DeviceSearchOptions o;
+  o.stop = &stop;
+  const DeviceSearchBound cut = ComputeDeviceSearchBound(p, o);
+  EXPECT_FALSE(cut.finished);
+  EXPECT_LT(cut.nodes, full.nodes);
+  EXPECT_GT(cut.value, 0.0);
+  EXPECT_LE(cut.value, full.value + 1e-9);
 }
 
 // A budget is spent, not left: the devices share it, those that finish

@@ -14,10 +14,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
 #include "core/dag.h"
 #include "core/format.h"
@@ -341,6 +343,33 @@ TEST(Faults, FailingOpStopsEveryLaneAndIsNamed) {
   }
   EXPECT_EQ(failed, 1);
   EXPECT_EQ(unfinished, p.devices);  // no lane ran on to the end of its schedule
+}
+
+// A stop from another thread (the CLI's Ctrl-C) ends every lane within the
+// watchdog's poll and fails the run as cancelled, with nothing measured.
+TEST(Faults, AStopFromAnotherThreadEndsEveryLane) {
+  const Problem p = Load("unit-4x8");
+  const Schedule s = ScheduleFor(p);
+  const double scale = 0.05;  // the schedule alone would take 1.5 s
+  CpuBackend cpu;
+  SyntheticKernel kernel(p, scale);
+  std::atomic<bool> stop{false};
+  ExecutorOptions opt = Options(scale);
+  opt.stop = &stop;
+  Executor ex(p, cpu, kernel, opt);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread press([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    stop = true;
+  });
+  StatusOr<RunResult> r = ex.Run(s);
+  const double took = Elapsed(t0);
+  press.join();
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(IsCancelled(r.status())) << r.status().message();
+  EXPECT_NE(r.status().message().find("interrupted"), std::string::npos) << r.status().message();
+  EXPECT_LT(took, 1.0);
+  ExpectAllLanesStopped(ex.trace(), 0.1);
 }
 
 TEST(Faults, StuckPeerTripsTheWatchdog) {

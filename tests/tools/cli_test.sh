@@ -312,6 +312,32 @@ want="not applicable" expect 3 "1f1b on vshape" -- "$bin" schedule "$cases/unit-
 want="needs peak memory" expect 3 "1f1b over memory" -- "$bin" schedule "$cases/llama-8dev-offload.json" --method 1f1b
 want="unknown method" expect 2 "unknown method" -- "$bin" schedule "$cases/unit-4x8.json" --method nope
 want="[not applicable" expect 0 "methods PROBLEM" -- "$bin" methods "$cases/unit-4x8-vshape.json"
+# Ctrl-C (SIGINT): a search ends early and writes its best schedule so far, a
+# run stops every lane, a bench prints the rows it has; exit 130. hetoff-4s
+# is not proven in 60 s, and llama at 10 ms a unit runs 25 s.
+interrupt() {  # interrupt SECONDS command...: runs it, sends SIGINT after SECONDS
+  local start=$SECONDS
+  timeout --preserve-status -s INT "$@" >"$tmp/int.out" 2>&1
+  rc=$?
+  took=$((SECONDS - start))
+}
+interrupt 1 "$bin" schedule "$src/tests/bench/problems/hetoff-4s.json" --method milp \
+  --time-limit 60 -o "$tmp/int.json"
+check "Ctrl-C milp: exit 130 within 6 s, schedule interrupted and valid" -- \
+  bash -c "[ $rc -eq 130 ] && [ $took -le 6 ] && grep -q '\"termination\": \"interrupted\"' \"$tmp/int.json\" \
+    && grep -q 'Ctrl-C again quits' \"$tmp/int.out\" && \"$bin\" validate \
+    \"$src/tests/bench/problems/hetoff-4s.json\" \"$tmp/int.json\""
+"$bin" schedule "$cases/llama-8dev-offload.json" --method list -o "$tmp/ll.json" 2>/dev/null
+interrupt 1 "$bin" run "$cases/llama-8dev-offload.json" "$tmp/ll.json" --time-scale 0.01
+check "Ctrl-C run: exit 130 within 6 s, every lane stopped" -- \
+  bash -c "[ $rc -eq 130 ] && [ $took -le 6 ] && grep -q 'every lane stopped' \"$tmp/int.out\" \
+    && ! grep -q 'still running' \"$tmp/int.out\""
+interrupt 1 "$bin" bench "$src/tests/bench/problems/hetoff-4s.json" \
+  "$src/tests/bench/problems/r48-0s.json" --methods milp,auto --time-limit 60
+check "Ctrl-C bench: exit 130 within 6 s, the row it was in, none after" -- \
+  bash -c "[ $rc -eq 130 ] && [ $took -le 6 ] && grep -q '| hetoff-4s | milp | ok | interrupted' \
+    \"$tmp/int.out\" && ! grep -q '| r48-0s' \"$tmp/int.out\" && ! grep -q '| auto' \"$tmp/int.out\""
+
 want="" expect 2 "no subcommand" -- "$bin"
 want="validate" expect 0 "--help" -- "$bin" --help
 

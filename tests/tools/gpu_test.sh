@@ -63,5 +63,15 @@ want="" expect 0 "schedule llama list" -- "$bin" schedule "$llama" --method list
 "$bin" run "$llama" "$tmp/l.json" --backend cuda >"$tmp/run3.out" 2>&1
 run_ok "run llama with offload" "$tmp/run3.out" "$?"
 
+# Ctrl-C one second into a 25 s run: the spinning kernels see the abort flag,
+# every lane stops, exit 130.
+start=$SECONDS
+timeout --preserve-status -s INT 1 "$bin" run "$llama" "$tmp/l.json" --backend cuda \
+  --time-scale 0.01 >"$tmp/run4.out" 2>&1
+rc=$?
+check "Ctrl-C: exit 130 within 6 s, every lane stopped" -- bash -c "[ $rc -eq 130 ] && \
+  [ $((SECONDS - start)) -le 6 ] && grep -q 'every lane stopped' '$tmp/run4.out' && \
+  ! grep -q 'still running' '$tmp/run4.out'"
+
 echo "gpu: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
