@@ -7,7 +7,9 @@
 #include <iostream>
 #include <memory>
 
+#include "core/chrome_trace.h"
 #include "core/format.h"
+#include "core/gantt_svg.h"
 #include "runtime/cpu_backend.h"
 #include "runtime/cuda_backend.h"
 #include "runtime/executor.h"
@@ -20,6 +22,7 @@ namespace {
 
 struct RunArgs {
   std::string problem, schedule, backend = "cpu", measured_out, profile_out;
+  std::string trace, svg;  // views of the measured schedule
   int iterations = 1;
   double time_scale = 0;  // 0: the shortest compute op lasts 10 ms
   double bytes_per_unit = 1 << 20;
@@ -92,11 +95,14 @@ int RunSchedule(const RunArgs& a) {
     std::printf("%-7d %-15.6g %-15.6g %lld\n", d, r->predicted.peak_memory[d], med.peak_memory[d],
                 static_cast<long long>(med.peak_bytes[d]));
   }
-  if (!a.measured_out.empty()) {
-    if (Status st = WriteFile(a.measured_out, ToJson(runtime::MeasuredSchedule(*p, *s, med)));
-        !st.ok()) {
-      return Fail(st);
-    }
+  const TimedSchedule measured = runtime::MeasuredSchedule(*p, *s, med);
+  for (const auto& [path, content] :
+       {std::pair{&a.measured_out, 0}, std::pair{&a.trace, 1}, std::pair{&a.svg, 2}}) {
+    if (path->empty()) continue;
+    const std::string text = content == 0   ? ToJson(measured)
+                             : content == 1 ? ChromeTrace(*p, measured)
+                                            : GanttSvg(*p, measured);
+    if (Status st = WriteFile(*path, text); !st.ok()) return Fail(st);
   }
   if (!a.profile_out.empty()) {
     if (Status st = WriteFile(a.profile_out, ToJson(runtime::ProfileFromRun(*p, *r))); !st.ok()) {
@@ -138,6 +144,9 @@ Command AddRun(CLI::App& app) {
       ->check(kNonNegative);
   sub->add_option("--measured-out", args->measured_out,
                   "Write the measured schedule (optpipe-schedule/1, the median iteration) here");
+  sub->add_option("--trace", args->trace,
+                  "Write the measured schedule as a Chrome/Perfetto trace (1 unit = 1 ms) here");
+  sub->add_option("--svg", args->svg, "Draw the measured schedule as a Gantt chart SVG here");
   sub->add_option("--profile-out", args->profile_out,
                   "Write the problem with the measured median op times (optpipe-problem/1) here");
   sub->footer(

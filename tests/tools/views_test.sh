@@ -106,6 +106,19 @@ want="" expect 0 "validate a held schedule" -- "$bin" validate "$tight" "$tmp/ti
 want="" expect 0 "draw a held schedule" -- "$bin" draw "$tight" "$tmp/tight.s.json" -o "$tmp/tight.svg"
 want="measured" expect 0 "run a held schedule" -- "$bin" run "$tight" "$tmp/tight.s.json" --time-scale 0.001
 
+# run draws what it measured: one trace event and one Gantt op per op run.
+want="measured" expect 0 "run with views" -- "$bin" run "$unit" "$tmp/zb.json" --time-scale 0.001 \
+  --trace "$tmp/run.trace.json" --svg "$tmp/run.svg" --measured-out "$tmp/run.m.json"
+check "run's trace and svg have every measured op" -- python3 - "$tmp/run.trace.json" "$tmp/run.svg" \
+  "$tmp/run.m.json" <<'PY'
+import json, sys, xml.etree.ElementTree as ET
+n = len(json.load(open(sys.argv[3]))["ops"])
+assert n == 96, n
+assert sum(e["ph"] == "X" for e in json.load(open(sys.argv[1]))["traceEvents"]) == n
+root = ET.parse(sys.argv[2]).getroot()
+assert sum(g.get("class") == "op" for g in root.iter("{http://www.w3.org/2000/svg}g")) == n
+PY
+
 # Help texts teach the formats.
 want="compute_only" expect 0 "import-csv --help" -- "$bin" import-csv --help
 want="Perfetto" expect 0 "draw --help" -- "$bin" draw --help
