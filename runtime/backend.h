@@ -118,6 +118,14 @@ struct OpTimes {
   double start = 0, end = 0;
 };
 
+// What a backend calls once an op is launched, with when it ends (seconds
+// since the origin; CUDA: an estimate): the executor then delivers to the
+// op's consumers. A backend that orders the consumers after the op on the
+// device (CUDA: they wait on its end event) may call it as soon as the op is
+// queued, so that they queue behind it without waiting for the host to see
+// it end; the CPU backend calls it when the op has ended.
+using Launched = std::function<Status(double end_s)>;
+
 struct BackendSetup {
   const Problem* problem = nullptr;
   double time_scale = 0;  // wall seconds per problem time unit
@@ -140,25 +148,29 @@ class Backend {
   // After every lane of an iteration returned (ok or not): settle what is in flight.
   virtual Status EndIteration(bool aborted) = 0;
 
-  // Memory. `lane` is the lane that allocates (its stream orders the allocation).
+  // Memory. `lane` is the lane that allocates or frees (its stream orders
+  // it); the ops that used a buffer freed have ended.
   virtual StatusOr<Buffer> AllocateDevice(int lane, int device, std::size_t bytes) = 0;
-  virtual void FreeDevice(int device, Buffer b) = 0;
+  virtual void FreeDevice(int lane, int device, Buffer b) = 0;
   virtual StatusOr<Buffer> AllocateHost(int device, std::size_t bytes) = 0;
   virtual void FreeHost(int device, Buffer b) = 0;
 
-  // Producer side of a dependency: `e.from` ended at `end_s`; start the transfer.
+  // Producer side of a dependency: `e.from` ends at `end_s` (see Launched);
+  // start the transfer.
   virtual StatusOr<Message> Deliver(const Edge& e, double end_s) = 0;
   // Consumer side, before the op starts: wait for (or order the lane after) the data.
   virtual Status Await(const Edge& e, const Message& m) = 0;
 
-  // Runs F/B/W through `kernel` and returns when it has finished. `started` is
-  // when the lane began the op (its allocation included).
+  // Runs F/B/W through `kernel`, calls `launched` once (unless it fails
+  // first) and returns when the op has finished. `started` is when the lane
+  // began the op (its allocation included).
   virtual Status RunCompute(int lane, StageKernel& kernel, KernelContext& ctx,
-                            Clock::time_point started, OpTimes* t) = 0;
-  // Runs O (to_host) or R: copies the pieces and lasts at least `seconds`.
+                            Clock::time_point started, const Launched& launched, OpTimes* t) = 0;
+  // Runs O (to_host) or R: copies the pieces and lasts at least `seconds`;
+  // `launched` as for RunCompute.
   virtual Status RunCopy(int lane, int device, const Op& op, std::vector<Buffer>& dev,
                          std::vector<Buffer>& host, bool to_host, double seconds,
-                         Clock::time_point started, OpTimes* t) = 0;
+                         Clock::time_point started, const Launched& launched, OpTimes* t) = 0;
 };
 
 }  // namespace optpipe::runtime

@@ -62,7 +62,7 @@ StatusOr<Buffer> CpuBackend::Allocate(std::size_t bytes) const {
 }
 
 StatusOr<Buffer> CpuBackend::AllocateDevice(int, int, std::size_t bytes) { return Allocate(bytes); }
-void CpuBackend::FreeDevice(int, Buffer b) { std::free(b.data); }
+void CpuBackend::FreeDevice(int, int, Buffer b) { std::free(b.data); }
 StatusOr<Buffer> CpuBackend::AllocateHost(int, std::size_t bytes) { return Allocate(bytes); }
 void CpuBackend::FreeHost(int, Buffer b) { std::free(b.data); }
 
@@ -93,18 +93,20 @@ Status CpuBackend::Await(const Edge& e, const Message& m) {
   return BusyUntil(After(origin_, m.ready_s));
 }
 
+// Threads run ops synchronously: an op is launched when it has ended.
 Status CpuBackend::RunCompute(int, StageKernel& kernel, KernelContext& ctx,
-                              Clock::time_point started, OpTimes* t) {
+                              Clock::time_point started, const Launched& launched, OpTimes* t) {
   ctx.stream = nullptr;
   ctx.occupy = [this, started](double seconds) { return BusyUntil(After(started, seconds)); };
   const Status st = kernel.Run(ctx);
   t->start = Since(started);
   t->end = Since(Clock::now());
-  return st;
+  return st.ok() ? launched(t->end) : st;
 }
 
 Status CpuBackend::RunCopy(int, int, const Op&, std::vector<Buffer>& dev, std::vector<Buffer>& host,
-                           bool to_host, double seconds, Clock::time_point started, OpTimes* t) {
+                           bool to_host, double seconds, Clock::time_point started,
+                           const Launched& launched, OpTimes* t) {
   Status st = CopyPieces(dev, host, to_host, [](void* dst, const void* src, std::size_t n) {
     std::memcpy(dst, src, n);
     return OkStatus();
@@ -112,7 +114,7 @@ Status CpuBackend::RunCopy(int, int, const Op&, std::vector<Buffer>& dev, std::v
   if (st.ok()) st = BusyUntil(After(started, seconds));
   t->start = Since(started);
   t->end = Since(Clock::now());
-  return st;
+  return st.ok() ? launched(t->end) : st;
 }
 
 }  // namespace optpipe::runtime

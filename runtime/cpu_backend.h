@@ -38,16 +38,16 @@ class CpuBackend : public Backend {
   Status BeginIteration(Clock::time_point origin) override;
   Status EndIteration(bool aborted) override;
   StatusOr<Buffer> AllocateDevice(int lane, int device, std::size_t bytes) override;
-  void FreeDevice(int device, Buffer b) override;
+  void FreeDevice(int lane, int device, Buffer b) override;
   StatusOr<Buffer> AllocateHost(int device, std::size_t bytes) override;
   void FreeHost(int device, Buffer b) override;
   StatusOr<Message> Deliver(const Edge& e, double end_s) override;
   Status Await(const Edge& e, const Message& m) override;
   Status RunCompute(int lane, StageKernel& kernel, KernelContext& ctx, Clock::time_point started,
-                    OpTimes* t) override;
+                    const Launched& launched, OpTimes* t) override;
   Status RunCopy(int lane, int device, const Op& op, std::vector<Buffer>& dev,
                  std::vector<Buffer>& host, bool to_host, double seconds, Clock::time_point started,
-                 OpTimes* t) override;
+                 const Launched& launched, OpTimes* t) override;
 
  private:
   // Sleeps, then spins, until `deadline`; Cancelled when the run stops first.

@@ -52,7 +52,7 @@ StatusOr<RunResult> Executor::Run(const Schedule& s) {
   std::vector<Buffer> statics(plan.D);
   const auto release_statics = [&] {
     for (int d = 0; d < plan.D; ++d) {
-      if (statics[d].data) backend_.FreeDevice(d, statics[d]);
+      if (statics[d].data) backend_.FreeDevice(d, d, statics[d]);
       statics[d] = Buffer{};
     }
   };

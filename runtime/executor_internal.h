@@ -119,7 +119,8 @@ class Iteration {
                            std::vector<Buffer>* to_free);
   void AdvanceLocked(int d, std::vector<Buffer>* to_free);
   void NotifyDevice(int d);
-  void FreeNow(int d, std::vector<Buffer>& bufs);
+  // Frees `bufs` of device d from lane r.
+  void FreeNow(int r, int d, std::vector<Buffer>& bufs);
   std::pair<int, int> PieceRange(const Op& op) const;
   void ReleaseAll();
 

@@ -135,7 +135,20 @@ bool Iteration::RunOp(int r, int i) {
   std::vector<Buffer>& dev = dev_[Sm(op)];
   const auto [from, to] = PieceRange(op);
   if (allocates && !AllocatePieces(r, i, d, ticket, dev, from, to)) return false;
-  // 3. Run it.
+  // 3. Run it. Its consumers hear of it once the backend has launched it
+  // (Launched: CUDA may queue them behind its end event, the CPU tells them
+  // when it has ended).
+  const Launched deliver = [&](double end_s) -> Status {
+    for (int eid : pl_.out_edges[i]) {
+      StatusOr<Message> m = be_.Deliver(pl_.edges[eid], end_s);
+      if (!m.ok()) return m.status();
+      std::lock_guard<std::mutex> lock(mu_);
+      msg_[eid] = *m;
+      arrived_[eid] = 1;
+      lane_cv_[pl_.edges[eid].to_lane].notify_all();
+    }
+    return OkStatus();
+  };
   OpTimes t;
   Status st;
   if (IsCompute(op.type)) {
@@ -144,7 +157,7 @@ bool Iteration::RunOp(int r, int i) {
     ctx.op = op;
     ctx.activation = &dev;
     ctx.control = &control_;
-    st = be_.RunCompute(r, kernel_, ctx, started, &t);
+    st = be_.RunCompute(r, kernel_, ctx, started, deliver, &t);
   } else {
     std::vector<Buffer>& host = host_[Sm(op)];
     std::vector<Buffer> dsub(dev.begin() + from, dev.begin() + to);
@@ -162,7 +175,7 @@ bool Iteration::RunOp(int r, int i) {
         host[k - from] = *b;
       }
     }
-    st = be_.RunCopy(r, d, op, dsub, host, to_host, pl_.expected_s[i], started, &t);
+    st = be_.RunCopy(r, d, op, dsub, host, to_host, pl_.expected_s[i], started, deliver, &t);
     if (st.ok() && !to_host) {
       for (Buffer& b : host) {
         if (b.data) be_.FreeHost(d, b);
@@ -174,7 +187,7 @@ bool Iteration::RunOp(int r, int i) {
     Fail(r, i, st);
     return false;
   }
-  // 4. Frees (in the device's memory order) and the messages to the consumers.
+  // 4. Frees, in the device's memory order.
   std::vector<Buffer> to_free;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -184,18 +197,7 @@ bool Iteration::RunOp(int r, int i) {
     Progress();
     if (ticket >= 0 && !allocates) ReleasePiecesLocked(i, d, ticket, dev, from, to, &to_free);
   }
-  FreeNow(d, to_free);
-  for (int eid : pl_.out_edges[i]) {
-    StatusOr<Message> m = be_.Deliver(pl_.edges[eid], t.end);
-    if (!m.ok()) {
-      Fail(r, i, m.status());
-      return false;
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    msg_[eid] = *m;
-    arrived_[eid] = 1;
-    lane_cv_[pl_.edges[eid].to_lane].notify_all();
-  }
+  FreeNow(r, d, to_free);
   return true;
 }
 

@@ -48,7 +48,7 @@ bool Iteration::AllocatePieces(int r, int i, int d, int ticket, std::vector<Buff
     AdvanceLocked(d, &to_free);
     NotifyDevice(d);
   }
-  FreeNow(d, to_free);
+  FreeNow(r, d, to_free);
   if (over) {
     Fail(r, i,
          Internal("memory " + FormatNumber(now_mem, 3) + " exceeds memory.limit " +
@@ -91,9 +91,9 @@ void Iteration::NotifyDevice(int d) {
   lane_cv_[pl_.D + pl_.link_of_device[d]].notify_all();
 }
 
-void Iteration::FreeNow(int d, std::vector<Buffer>& bufs) {
+void Iteration::FreeNow(int r, int d, std::vector<Buffer>& bufs) {
   for (Buffer& b : bufs) {
-    if (b.data) be_.FreeDevice(d, b);
+    if (b.data) be_.FreeDevice(r, d, b);
   }
   bufs.clear();
 }
@@ -120,7 +120,7 @@ void Iteration::ReleaseAll() {
   for (std::size_t k = 0; k < dev_.size(); ++k) {
     const int d = p_.stage_device[k / pl_.M];
     for (Buffer& b : dev_[k]) {
-      if (b.data) be_.FreeDevice(d, b);
+      if (b.data) be_.FreeDevice(d, d, b);
     }
     for (Buffer& b : host_[k]) {
       if (b.data) be_.FreeHost(d, b);
@@ -128,7 +128,7 @@ void Iteration::ReleaseAll() {
   }
   for (int i = 0; i < pl_.space.size(); ++i) {
     for (Buffer& b : free_bufs_[i]) {
-      if (b.data) be_.FreeDevice(pl_.device_of[i], b);
+      if (b.data) be_.FreeDevice(pl_.device_of[i], pl_.device_of[i], b);
     }
   }
 }

@@ -3,6 +3,7 @@
 // it measured with what the simulator predicted.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -43,6 +44,10 @@ int RunSchedule(const RunArgs& a) {
   if (a.backend == "cpu") {
     backend = std::make_unique<runtime::CpuBackend>();
   } else {
+    // A hardware queue for every stream (up to 32), so that ops can queue
+    // behind the ones they wait for (runtime/cuda_backend.h); before CUDA
+    // creates its context, and not over the user's choice.
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", /*overwrite=*/0);
     runtime::CudaBackendOptions copt;
     copt.gpus = a.gpus;
     StatusOr<std::unique_ptr<runtime::Backend>> cuda = runtime::MakeCudaBackend(copt);
