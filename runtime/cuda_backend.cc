@@ -63,16 +63,6 @@ Status CudaCallStatus(int code, bool nccl, const char* call, const char* file, i
 
 bool CudaBackendBuilt() { return true; }
 
-namespace {
-// The hardware queues a GPU gives a process's streams: CUDA_DEVICE_MAX_CONNECTIONS
-// (1-32, 8 unless set), read when CUDA creates its context.
-int CudaHardwareQueues() {
-  const char* env = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-  const int n = env != nullptr ? std::atoi(env) : 0;
-  return n > 0 ? std::min(n, 32) : 8;
-}
-}  // namespace
-
 StatusOr<int> CudaDeviceCount() {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
@@ -93,6 +83,14 @@ std::string CudaVersions() {
 }
 
 namespace {
+
+// The hardware queues a GPU gives a process's streams: CUDA_DEVICE_MAX_CONNECTIONS
+// (1-32, 8 unless set), read when CUDA creates its context.
+int HardwareQueues() {
+  const char* env = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  const int n = env != nullptr ? std::atoi(env) : 0;
+  return n > 0 ? std::min(n, 32) : 8;
+}
 
 constexpr auto kSpinAhead = std::chrono::microseconds(300);
 constexpr auto kSpinAfter = std::chrono::milliseconds(2);
@@ -204,7 +202,7 @@ class CudaBackend final : public Backend {
     std::vector<std::size_t> streams(gpus_, 0);
     for (const Device& dv : devs_) streams[dv.gpu] += Streams(dv).size();
     early_ = !nccl_ && *std::max_element(streams.begin(), streams.end()) <=
-                           static_cast<std::size_t>(CudaHardwareQueues());
+                           static_cast<std::size_t>(HardwareQueues());
     ref_ev_.assign(used_gpus_, nullptr);
     ref_s_.assign(used_gpus_, 0.0);
     for (int g = 0; g < used_gpus_; ++g) {
