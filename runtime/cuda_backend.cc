@@ -143,7 +143,8 @@ class CudaBackend final : public Backend {
       if (nccl_) OPTPIPE_CHECK(cudaStreamCreateWithFlags(&dv.p2p, cudaStreamNonBlocking), what);
       dv.inbound.assign(D_, nullptr);
       OPTPIPE_CHECK(
-          cudaMalloc(reinterpret_cast<void**>(&dv.stamps), 2 * sizeof(unsigned long long)), what);
+          cudaMalloc(reinterpret_cast<void**>(&dv.stamps), (2 + D_) * sizeof(unsigned long long)),
+          what);
       if (opt_.transfer_bytes > 0) {
         OPTPIPE_CHECK(cudaMalloc(&dv.send, opt_.transfer_bytes), what);
         OPTPIPE_CHECK(cudaMalloc(&dv.recv, opt_.transfer_bytes), what);
@@ -322,27 +323,29 @@ class CudaBackend final : public Backend {
     // Without NCCL every pair of devices has its own stream: a transfer queued
     // behind an op still running (early_) holds up no other pair's.
     cudaStream_t link = nccl_ ? dst.p2p : dst.inbound[e.from_device];
-    if (n == 0) {
-      OPTPIPE_CHECK(cudaSetDevice(dst.gpu), what);
-      OPTPIPE_CHECK(cudaStreamWaitEvent(link, produced, 0), what);
-      OPTPIPE_CHECK(cuda::LaunchSpinFor(link, Nanoseconds(e.lag_s), abort_dev_), what);
-    } else if (nccl_) {
+    unsigned long long* stamp = dst.stamps + 2 + e.from_device;
+    const bool lag = e.lag_s > 0;
+    // The transfer starts on the consumer's side when its producer ends.
+    OPTPIPE_CHECK(cudaSetDevice(dst.gpu), what);
+    OPTPIPE_CHECK(cudaStreamWaitEvent(link, produced, 0), what);
+    if (lag) OPTPIPE_CHECK(cuda::LaunchStamp(link, stamp), what);
+    if (n > 0 && nccl_) {
       OPTPIPE_CHECK(cudaSetDevice(src.gpu), what);
       OPTPIPE_CHECK(cudaStreamWaitEvent(src.p2p, produced, 0), what);
       OPTPIPE_CHECK(ncclGroupStart(), what);
       OPTPIPE_CHECK(ncclSend(src.send, n, ncclInt8, e.to_device, src.comm, src.p2p), what);
       OPTPIPE_CHECK(ncclRecv(dst.recv, n, ncclInt8, e.from_device, dst.comm, dst.p2p), what);
       OPTPIPE_CHECK(ncclGroupEnd(), what);
-    } else if (src.gpu == dst.gpu) {
       OPTPIPE_CHECK(cudaSetDevice(dst.gpu), what);
-      OPTPIPE_CHECK(cudaStreamWaitEvent(link, produced, 0), what);
+    } else if (n > 0 && src.gpu == dst.gpu) {
       OPTPIPE_CHECK(cudaMemcpyAsync(dst.recv, src.send, n, cudaMemcpyDeviceToDevice, link), what);
-    } else {
-      OPTPIPE_CHECK(cudaSetDevice(dst.gpu), what);
-      OPTPIPE_CHECK(cudaStreamWaitEvent(link, produced, 0), what);
+    } else if (n > 0) {
       OPTPIPE_CHECK(cudaMemcpyPeerAsync(dst.recv, dst.gpu, src.send, src.gpu, n, link), what);
     }
-    OPTPIPE_CHECK(cudaSetDevice(dst.gpu), what);
+    // It lasts at least the problem's comm time (the real copy may be shorter).
+    if (lag) {
+      OPTPIPE_CHECK(cuda::LaunchSpinUntil(link, stamp, Nanoseconds(e.lag_s), abort_dev_), what);
+    }
     OPTPIPE_CHECK(cudaEventRecord(arrive_ev_[e.id], link), what);
     return m;
   }
@@ -415,8 +418,10 @@ class CudaBackend final : public Backend {
     std::vector<cudaStream_t> inbound;  // [source device] transfers from there (no NCCL)
     void* send = nullptr;
     void* recv = nullptr;
-    unsigned long long* stamps = nullptr;  // [compute lane, copy lane] start of the running op
-    char* host = nullptr;                  // pinned arena for offloaded activations
+    // Start of the running op [compute lane, copy lane] and of the transfer
+    // from each device [2 + source].
+    unsigned long long* stamps = nullptr;
+    char* host = nullptr;  // pinned arena for offloaded activations
     std::size_t host_size = 0, host_used = 0;
     ncclComm_t comm = nullptr;
   };

@@ -2,20 +2,20 @@
 // NCCL: OPTPIPE_HAVE_CUDA; otherwise these functions say so).
 //
 // Logical device d runs on GPU d % gpus with a compute stream (F/B/W), a copy
-// stream (O/R: cudaMemcpyAsync to pinned host memory and back) and streams
-// for stage-to-stage transfers. A transfer between devices on distinct GPUs
-// is an NCCL send/recv (one process, ncclCommInitAll, one rank per device, one
-// p2p stream a device), otherwise a device-to-device copy (one stream per pair
-// of devices); the consumer's stream waits on the transfer's CUDA event. Every
-// F/B/W/O/R is bracketed by CUDA events (its measured start and end) and the
-// lane's host thread waits for the end event before the next op, so memory is
-// allocated (cudaMallocAsync on the lane's stream) and freed in the executor's
-// order. Without NCCL, and where every stream of a GPU has a hardware queue of
-// its own (CUDA_DEVICE_MAX_CONNECTIONS, 8 unless set; `optpipe run` sets 32),
-// consumers queue behind an op as soon as it is launched (Launched), so that
-// they start when it ends, not when the host has seen it end: on one H200,
-// `auto`'s schedules at 10 ms ops ran +1.45% -> +0.73% over the simulation
-// (unit-4x8), +0.94% -> +0.35% (llama-8dev-offload). Synthetic kernels are a
+// stream (O/R: cudaMemcpyAsync to pinned host memory and back) and streams for
+// stage-to-stage transfers. A transfer between devices on distinct GPUs is an
+// NCCL send/recv (one process, ncclCommInitAll, one rank per device, one p2p
+// stream a device), otherwise a device-to-device copy (one stream per pair of
+// devices); it lasts at least the problem's comm time, and the consumer's
+// stream waits on its CUDA event. Every F/B/W/O/R is bracketed by CUDA events
+// (its measured start and end) and the lane's host thread waits for the end
+// event before the next op, so memory is allocated (cudaMallocAsync on the
+// lane's stream) and freed in the executor's order. Without NCCL, and where
+// every stream of a GPU has a hardware queue of its own
+// (CUDA_DEVICE_MAX_CONNECTIONS, 8 unless set; `optpipe run` sets 32), consumers
+// queue behind an op as soon as it is launched (Launched): they start when it
+// ends, not when the host has seen it end (on one H200, unit-4x8 1F1B at 1 ms
+// ops: 7 us between devices where it had been 60). Synthetic kernels are a
 // one-thread spin on the GPU's %globaltimer, which needs no calibration and
 // polls an abort flag in mapped host memory so a stopped run ends in
 // microseconds. Every CUDA/NCCL failure becomes a Status naming the call,
@@ -38,8 +38,8 @@ namespace optpipe::runtime {
 struct CudaBackendOptions {
   int gpus = 0;      // GPUs to use (the first ones); 0: every visible GPU
   bool nccl = true;  // NCCL between devices when every device has its own GPU
-  // Bytes every stage-to-stage transfer moves; 0: no copy, the problem's comm
-  // time as a delay on the p2p stream instead.
+  // Bytes every stage-to-stage transfer moves (0: none); a transfer lasts at
+  // least the problem's comm time either way.
   std::size_t transfer_bytes = 1 << 20;
   // How long an aborted iteration waits for its streams to drain before it
   // aborts the NCCL communicators.

@@ -14,7 +14,7 @@ __global__ void Stamp(unsigned long long* stamp) { *stamp = GlobalTimer(); }
 // Polls the abort flag (host memory over PCIe/NVLink) every 256 reads of the timer.
 __global__ void SpinUntil(const unsigned long long* stamp, unsigned long long ns,
                           const volatile int* abort) {
-  const unsigned long long deadline = (stamp ? *stamp : GlobalTimer()) + ns;
+  const unsigned long long deadline = *stamp + ns;
   for (unsigned k = 0; GlobalTimer() < deadline; ++k) {
     if ((k & 255u) == 0 && abort != nullptr && *abort != 0) return;
   }
@@ -30,11 +30,6 @@ cudaError_t LaunchStamp(cudaStream_t stream, unsigned long long* stamp) {
 cudaError_t LaunchSpinUntil(cudaStream_t stream, const unsigned long long* stamp,
                             unsigned long long ns, const volatile int* abort) {
   SpinUntil<<<1, 1, 0, stream>>>(stamp, ns, abort);
-  return cudaGetLastError();
-}
-
-cudaError_t LaunchSpinFor(cudaStream_t stream, unsigned long long ns, const volatile int* abort) {
-  SpinUntil<<<1, 1, 0, stream>>>(nullptr, ns, abort);
   return cudaGetLastError();
 }
 

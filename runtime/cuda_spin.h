@@ -11,7 +11,5 @@ cudaError_t LaunchStamp(cudaStream_t stream, unsigned long long* stamp);
 // Spins until %globaltimer >= *stamp + ns, or until *abort != 0.
 cudaError_t LaunchSpinUntil(cudaStream_t stream, const unsigned long long* stamp,
                             unsigned long long ns, const volatile int* abort);
-// Spins for `ns` from when it starts, or until *abort != 0.
-cudaError_t LaunchSpinFor(cudaStream_t stream, unsigned long long ns, const volatile int* abort);
 
 }  // namespace optpipe::runtime::cuda
