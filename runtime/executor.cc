@@ -74,6 +74,10 @@ StatusOr<RunResult> Executor::Run(const Schedule& s) {
     Status st = iter.Run(watchdog, &trace_, it);
     if (!st.ok()) {
       release_statics();
+      if (IsCancelled(st) && opt_.stop && opt_.stop->load() && !res.iterations.empty()) {
+        res.interrupted = true;  // the iterations that ended stand
+        return res;
+      }
       if (opt_.iterations > 1) {
         return Status(st.code(), "iteration " + std::to_string(it) + ": " + st.message());
       }

@@ -58,7 +58,8 @@ struct ExecutorOptions {
   // Hold memory.static as a real buffer on every device too (it is counted either way).
   bool allocate_static = true;
   // Set from any thread (a Ctrl-C handler) to stop the run within 0.1 s: every
-  // lane stops and Run fails with "interrupted" (IsCancelled).
+  // lane stops; Run returns the iterations that ended before (RunResult::
+  // interrupted), or fails with "interrupted" (IsCancelled) if none did.
   const std::atomic<bool>* stop = nullptr;
 };
 
@@ -87,6 +88,7 @@ struct RunResult {
   std::vector<IterationResult> iterations;
   double time_scale = 0;
   double bytes_per_unit = 0;
+  bool interrupted = false;  // ExecutorOptions::stop ended it after `iterations`
 };
 
 // Where every lane stood when the last run ended.

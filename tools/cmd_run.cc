@@ -114,6 +114,11 @@ int RunSchedule(const RunArgs& a) {
       return Fail(st);
     }
   }
+  if (r->interrupted) {
+    std::cerr << "optpipe: run interrupted: the figures are those of the " << r->iterations.size()
+              << " iteration(s) that ended\n";
+    return kInterrupted;
+  }
   return kOk;
 }
 
@@ -158,7 +163,8 @@ Command AddRun(CLI::App& app) {
       "Synthetic kernels last the problem's op times; activations are real buffers, counted by\n"
       "the executor, so the measured peak memory is exact. Exit 1 when an op fails or the\n"
       "watchdog fires (the message names the device and op), 3 when the backend is unavailable,\n"
-      "130 when Ctrl-C stopped it (every lane stops within 0.1 s).\n"
+      "130 when Ctrl-C stopped it (every lane stops within 0.1 s; the iterations that ended\n"
+      "are reported and written).\n"
       "Example: optpipe run tests/cases/unit-4x8.json s.json --iterations 3 --profile-out p.json");
   return {sub, [args] { return RunSchedule(*args); }};
 }

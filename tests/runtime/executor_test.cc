@@ -372,6 +372,34 @@ TEST(Faults, AStopFromAnotherThreadEndsEveryLane) {
   ExpectAllLanesStopped(ex.trace(), 0.1);
 }
 
+// Stopped after some iterations ended, a run returns those, marked interrupted.
+TEST(Faults, AStopKeepsTheIterationsThatEnded) {
+  const Problem p = Load("unit-4x8");
+  const Schedule s = ScheduleFor(p);
+  const double scale = 0.002;  // 60 ms an iteration
+  CpuBackend cpu;
+  SyntheticKernel kernel(p, scale);
+  std::atomic<bool> stop{false};
+  ExecutorOptions opt = Options(scale);
+  opt.iterations = 1000;
+  opt.stop = &stop;
+  Executor ex(p, cpu, kernel, opt);
+  std::thread press([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    stop = true;
+  });
+  StatusOr<RunResult> r = ex.Run(s);
+  press.join();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->interrupted);
+  EXPECT_GE(r->iterations.size(), 1u);
+  EXPECT_LT(r->iterations.size(), 1000u);
+  for (const IterationResult& it : r->iterations) {
+    EXPECT_EQ(it.ops.size(), 96u);  // whole: F, B and W of 4 stages x 8 micro-batches
+    EXPECT_GE(it.makespan, r->predicted.makespan * 0.99);
+  }
+}
+
 TEST(Faults, StuckPeerTripsTheWatchdog) {
   const Problem p = Load("unit-4x8");
   const Schedule s = ScheduleFor(p);

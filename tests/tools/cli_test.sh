@@ -332,6 +332,11 @@ interrupt 1 "$bin" run "$cases/llama-8dev-offload.json" "$tmp/ll.json" --time-sc
 check "Ctrl-C run: exit 130 within 6 s, every lane stopped" -- \
   bash -c "[ $rc -eq 130 ] && [ $took -le 6 ] && grep -q 'every lane stopped' \"$tmp/int.out\" \
     && ! grep -q 'still running' \"$tmp/int.out\""
+interrupt 1 "$bin" run "$cases/unit-4x8.json" "$tmp/s.json" --iterations 1000 --time-scale 0.002 \
+  --measured-out "$tmp/int.m.json"
+check "Ctrl-C run after some iterations: exit 130, their figures written" -- \
+  bash -c "[ $rc -eq 130 ] && [ $took -le 6 ] && grep -q 'median of' \"$tmp/int.out\" \
+    && grep -q 'the figures are those of' \"$tmp/int.out\" && [ -s \"$tmp/int.m.json\" ]"
 interrupt 1 "$bin" bench "$src/tests/bench/problems/hetoff-4s.json" \
   "$src/tests/bench/problems/r48-0s.json" --methods milp,auto --time-limit 60
 check "Ctrl-C bench: exit 130 within 6 s, the row it was in, none after" -- \
