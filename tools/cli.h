@@ -44,7 +44,8 @@ void WarnIfInvalid(const Problem& p, const TimedSchedule& t, const std::string& 
 std::string Brief(const std::vector<double>& v);
 
 int ExitFor(const Status& st);
-// Prints "optpipe: <message>" on stderr and returns the exit code for it.
+// Prints "optpipe: <message>" on stderr and returns the exit code for it
+// (kInterrupted after a Ctrl-C).
 int Fail(const Status& st);
 
 // A subcommand adds itself to `app` and returns what runs it once parsed.

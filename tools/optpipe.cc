@@ -79,7 +79,7 @@ int ExitFor(const Status& st) {
 
 int Fail(const Status& st) {
   std::cerr << "optpipe: " << st.message() << "\n";
-  return ExitFor(st);
+  return Interrupted() ? kInterrupted : ExitFor(st);  // a search cut short found nothing
 }
 
 namespace {
