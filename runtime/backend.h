@@ -31,6 +31,11 @@ namespace optpipe::runtime {
 
 using Clock = std::chrono::steady_clock;
 
+// `seconds` (any sign) after `t`.
+inline Clock::time_point After(Clock::time_point t, double seconds) {
+  return t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
 // Cooperative cancellation of one run, shared by lanes, kernels and the
 // backend. Anything that may block polls it or sleeps through it.
 class RunControl {

@@ -13,10 +13,6 @@ namespace {
 
 constexpr std::size_t kPage = 4096;
 
-Clock::time_point After(Clock::time_point t, double seconds) {
-  return t + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-}
-
 }  // namespace
 
 double TimeScaleFor(const Problem& p, double shortest_op_s) {

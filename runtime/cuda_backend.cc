@@ -95,10 +95,6 @@ int HardwareQueues() {
 constexpr auto kSpinAhead = std::chrono::microseconds(300);
 constexpr auto kSpinAfter = std::chrono::milliseconds(2);
 
-Clock::duration Seconds(double s) {
-  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
-}
-
 unsigned long long Nanoseconds(double seconds) {
   return seconds > 0 ? static_cast<unsigned long long>(std::llround(seconds * 1e9)) : 0ULL;
 }
@@ -234,9 +230,7 @@ class CudaBackend final : public Backend {
     if (aborted) {
       *abort_ = 1;
       std::atomic_thread_fence(std::memory_order_seq_cst);
-      const Clock::time_point deadline =
-          Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                             std::chrono::duration<double>(opt_.drain_timeout_s));
+      const Clock::time_point deadline = After(Clock::now(), opt_.drain_timeout_s);
       for (int d = 0; d < D_; ++d) {
         Device& dv = devs_[d];
         OPTPIPE_CHECK(cudaSetDevice(dv.gpu), "abort");
@@ -357,8 +351,7 @@ class CudaBackend final : public Backend {
     cudaEvent_t ev = e.from_device == e.to_device ? end_ev_[e.from] : arrive_ev_[e.id];
     OPTPIPE_CHECK(cudaSetDevice(dv.gpu), what);
     OPTPIPE_CHECK(cudaStreamWaitEvent(e.to_lane < D_ ? dv.compute : dv.copy, ev, 0), what);
-    expected_start_[e.to] =
-        std::max(expected_start_[e.to], expected_end_[e.from] + Seconds(e.lag_s));
+    expected_start_[e.to] = std::max(expected_start_[e.to], After(expected_end_[e.from], e.lag_s));
     return OkStatus();
   }
 
@@ -432,7 +425,7 @@ class CudaBackend final : public Backend {
   // its enqueuing, and lasts `seconds`.
   Status Launch(int i, Clock::time_point enqueued, double seconds, const Launched& launched,
                 int gpu, const std::string& what, OpTimes* t) {
-    expected_end_[i] = std::max(enqueued, expected_start_[i]) + Seconds(seconds);
+    expected_end_[i] = After(std::max(enqueued, expected_start_[i]), seconds);
     if (!early_) {
       const Status st = Finish(gpu, i, expected_end_[i], what, t);
       return st.ok() ? launched(t->end) : st;
