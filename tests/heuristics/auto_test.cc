@@ -263,6 +263,45 @@ TEST(Auto, ReachesTheProvenOptimumBreadthFirst) {
   EXPECT_TRUE(rep.valid());
 }
 
+// On the clock, seeds not started once half of the time is spent are
+// skipped after one has a schedule (the list scheduler's, started first),
+// and the result is still valid; with an evaluation budget every seed runs.
+TEST(Auto, SkipsSeedsLeftWhenTheirTimeIsSpent) {
+  const auto outcome = [](const AutoResult& r, const std::string& method) {
+    for (const SeedOutcome& s : r.seeds) {
+      if (s.method == method) return s;
+    }
+    return SeedOutcome{};
+  };
+  // 240k ops: the list seed alone takes far longer than the half millisecond.
+  const Problem big = testing::UnitProblem(4, 20000, true);
+  SearchOptions clock;
+  clock.time_limit_s = 0.001;
+  clock.threads = 1;
+  StatusOr<AutoResult> r = RunAuto(big, clock);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(outcome(*r, "list").status.ok());
+  int skipped = 0;
+  for (const MethodInfo& m : Methods()) {
+    if (m.name == "auto" || m.name == "list" || !m.applicable(big).ok()) continue;
+    const SeedOutcome s = outcome(*r, m.name);
+    EXPECT_EQ(s.status.code(), StatusCode::kNotApplicable) << m.name;
+    EXPECT_EQ(s.status.message().rfind("not run:", 0), 0u) << m.name << ": " << s.status.message();
+    ++skipped;
+  }
+  EXPECT_GE(skipped, 5);
+  EXPECT_TRUE(CheckSchedule(big, ToTimed(big, r->solution.schedule, r->solution.sim)).valid());
+
+  const Problem small = testing::UnitProblem(4, 1000, true);
+  SearchOptions budget = Budget(1, 1);
+  budget.time_limit_s = 0.001;
+  StatusOr<AutoResult> all = RunAuto(small, budget);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  for (const SeedOutcome& s : all->seeds) {
+    EXPECT_NE(s.status.message().rfind("not run:", 0), 0u) << s.method;
+  }
+}
+
 TEST(Auto, InfeasibleWhenNothingFits) {
   Problem p = testing::UnitProblem(2, 4, true);
   p.memory_limit = std::vector<double>{0.5, 0.5};  // not even one activation
