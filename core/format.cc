@@ -1,11 +1,15 @@
 #include "core/format.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 namespace optpipe {
 namespace {
@@ -14,6 +18,53 @@ using json = nlohmann::json;
 
 constexpr char kProblemFormat[] = "optpipe-problem/1";
 constexpr char kScheduleFormat[] = "optpipe-schedule/1";
+
+// x as nlohmann::json's dump() writes a double: the shortest digits that read
+// back as x, fixed-point with at least one decimal (1.0, 0.001) where the
+// decimal exponent lies in (-4, 15], else d.ddde+XX; null where not finite.
+void AppendJsonNumber(std::string& out, double x) {
+  if (!std::isfinite(x)) {
+    out += "null";
+    return;
+  }
+  if (std::signbit(x)) out += '-';
+  x = std::fabs(x);
+  if (x == 0) {
+    out += "0.0";
+    return;
+  }
+  char buf[32];
+  const char* end = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific).ptr;
+  const char* e = std::find(static_cast<const char*>(buf), end, 'e');
+  std::string digits(1, buf[0]);
+  if (e - buf > 2) digits.append(buf + 2, e - (buf + 2));  // after "d."
+  int exponent = 0;
+  std::from_chars(e + (e[1] == '+' ? 2 : 1), end, exponent);
+  const int k = static_cast<int>(digits.size()), n = exponent + 1;
+  if (k <= n && n <= 15) {
+    out += digits;
+    out.append(n - k, '0');
+    out += ".0";
+  } else if (0 < n && n <= 15) {
+    out.append(digits, 0, n);
+    out += '.';
+    out.append(digits, n);
+  } else if (-4 < n && n <= 0) {
+    out += "0.";
+    out.append(-n, '0');
+    out += digits;
+  } else {
+    out += digits[0];
+    if (k > 1) {
+      out += '.';
+      out.append(digits, 1);
+    }
+    out += exponent < 0 ? "e-" : "e+";
+    const int a = std::abs(exponent);
+    if (a < 10) out += '0';
+    out += std::to_string(a);
+  }
+}
 
 // Field readers: each fails with the field's full path in the message.
 class Reader {
@@ -31,22 +82,26 @@ class Reader {
     }
   }
 
-  int Int(const json& v, const std::string& field) {
+  // `field` is the field's name, or a callable that makes it: a schedule's
+  // ops name theirs only when one fails (800k ops: a second of strings).
+  template <class Field>
+  int Int(const json& v, const Field& field) {
     if (!v.is_number() || (v.is_number_float() && std::floor(v.get<double>()) != v.get<double>())) {
-      Fail(field, "expected an integer, got " + v.dump());
+      Fail(Name(field), "expected an integer, got " + v.dump());
       return 0;
     }
     const double x = v.get<double>();
     if (std::abs(x) > 1e9) {
-      Fail(field, "integer out of range: " + v.dump());
+      Fail(Name(field), "integer out of range: " + v.dump());
       return 0;
     }
     return static_cast<int>(x);
   }
 
-  double Number(const json& v, const std::string& field) {
+  template <class Field>
+  double Number(const json& v, const Field& field) {
     if (!v.is_number()) {
-      Fail(field, "expected a number, got " + v.dump());
+      Fail(Name(field), "expected a number, got " + v.dump());
       return 0;
     }
     return v.get<double>();
@@ -76,12 +131,23 @@ class Reader {
     return &v;
   }
 
-  std::string String(const json& v, const std::string& field) {
+  template <class Field>
+  std::string String(const json& v, const Field& field) {
     if (!v.is_string()) {
-      Fail(field, "expected a string, got " + v.dump());
+      Fail(Name(field), "expected a string, got " + v.dump());
       return {};
     }
     return v.get<std::string>();
+  }
+
+ private:
+  template <class Field>
+  static std::string Name(const Field& field) {
+    if constexpr (std::is_invocable_v<Field>) {
+      return field();
+    } else {
+      return field;
+    }
   }
 };
 
@@ -293,35 +359,39 @@ StatusOr<TimedSchedule> ParseTimedSchedule(const std::string& text) {
     return r.status;
   }
   const json& ops = j["ops"];
+  t.ops.reserve(ops.size());
   for (std::size_t i = 0; i < ops.size() && r.ok(); ++i) {
-    const std::string f = "ops[" + std::to_string(i) + "]";
+    const auto field = [i](const char* name) {
+      return [i, name] { return "ops[" + std::to_string(i) + "]" + name; };
+    };
     const json& o = ops[i];
     if (!o.is_object()) {
-      r.Fail(f, "expected an object");
+      r.Fail(field("")(), "expected an object");
       break;
     }
     for (const char* req : {"device", "stream", "type", "stage", "microbatch", "start", "end"}) {
-      if (!o.contains(req)) r.Fail(f + "." + req, "missing (required)");
+      if (!o.contains(req)) r.Fail(field(".")() + req, "missing (required)");
     }
     if (!r.ok()) break;
     TimedOp op;
-    op.device = r.Int(o["device"], f + ".device");
-    op.op.stage = r.Int(o["stage"], f + ".stage");
-    op.op.microbatch = r.Int(o["microbatch"], f + ".microbatch");
-    op.start = r.Number(o["start"], f + ".start");
-    op.end = r.Number(o["end"], f + ".end");
-    const std::string type = r.String(o["type"], f + ".type");
-    const std::string stream = r.String(o["stream"], f + ".stream");
+    op.device = r.Int(o["device"], field(".device"));
+    op.op.stage = r.Int(o["stage"], field(".stage"));
+    op.op.microbatch = r.Int(o["microbatch"], field(".microbatch"));
+    op.start = r.Number(o["start"], field(".start"));
+    op.end = r.Number(o["end"], field(".end"));
+    const std::string type = r.String(o["type"], field(".type"));
+    const std::string stream = r.String(o["stream"], field(".stream"));
     if (!r.ok()) break;
-    StatusOr<Op> parsed_type = ParseOp("0" + type + "0");
-    if (type.size() != 1 || !parsed_type.ok()) {
-      r.Fail(f + ".type", "expected one of F, B, W, O, R, got \"" + type + "\"");
+    const std::optional<OpType> parsed_type =
+        type.size() == 1 ? TypeOfLetter(type[0]) : std::nullopt;
+    if (!parsed_type) {
+      r.Fail(field(".type")(), "expected one of F, B, W, O, R, got \"" + type + "\"");
       break;
     }
-    op.op.type = parsed_type->type;
+    op.op.type = *parsed_type;
     const char* want = IsCompute(op.op.type) ? "compute" : "copy";
     if (stream != want)
-      r.Fail(f + ".stream",
+      r.Fail(field(".stream")(),
              "a " + type + " op runs on stream \"" + want + "\", got \"" + stream + "\"");
     t.ops.push_back(op);
   }
@@ -339,30 +409,50 @@ std::string ToJson(const TimedSchedule& t) {
   if (t.info.bound) j["bound"] = *t.info.bound;
   if (t.info.gap) j["gap"] = *t.info.gap;
   if (t.info.solve_seconds) j["solve_seconds"] = *t.info.solve_seconds;
-  // One op a line keeps the file readable and diffable.
-  std::ostringstream os;
+  // One op a line keeps the file readable and diffable; written by hand, as
+  // nlohmann's dump() of the op would (keys sorted, numbers as below): an
+  // object per op had taken 2.3 us an op, most of writing a large schedule.
   std::string head = j.dump(1);
   head.pop_back();  // drop the closing brace; the ops array follows
   while (!head.empty() && (head.back() == '\n' || head.back() == ' ')) head.pop_back();
-  os << head << ",\n \"ops\": [";
+  std::string out = std::move(head);
+  out.reserve(out.size() + t.ops.size() * 100 + 16);
+  out += ",\n \"ops\": [";
   for (std::size_t i = 0; i < t.ops.size(); ++i) {
     const TimedOp& o = t.ops[i];
-    const json op = {{"device", o.device},
-                     {"stream", IsCompute(o.op.type) ? "compute" : "copy"},
-                     {"type", std::string(1, TypeLetter(o.op.type))},
-                     {"stage", o.op.stage},
-                     {"microbatch", o.op.microbatch},
-                     {"start", o.start},
-                     {"end", o.end}};
-    os << (i ? ",\n  " : "\n  ") << op.dump();
+    out += i ? ",\n  {\"device\":" : "\n  {\"device\":";
+    out += std::to_string(o.device);
+    out += ",\"end\":";
+    AppendJsonNumber(out, o.end);
+    out += ",\"microbatch\":";
+    out += std::to_string(o.op.microbatch);
+    out += ",\"stage\":";
+    out += std::to_string(o.op.stage);
+    out += ",\"start\":";
+    AppendJsonNumber(out, o.start);
+    out += IsCompute(o.op.type) ? ",\"stream\":\"compute\",\"type\":\""
+                                : ",\"stream\":\"copy\",\"type\":\"";
+    out += TypeLetter(o.op.type);
+    out += "\"}";
   }
-  os << "\n ]\n}\n";
-  return os.str();
+  out += "\n ]\n}\n";
+  return out;
 }
 
 StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return NotFound(path + ": cannot open for reading");
+  // One read of the whole file where its size is known (an 80 MB schedule:
+  // 0.9 s through a stream buffer); a pipe or other stream, piece by piece.
+  std::string text;
+  if (const std::streamoff size = in.tellg(); size > 0) {
+    text.resize(static_cast<std::size_t>(size));
+    in.seekg(0);
+    if (in.read(text.data(), size) && in.gcount() == size) return text;
+    return NotFound(path + ": cannot read");
+  }
+  in.clear();
+  in.seekg(0);
   std::ostringstream os;
   os << in.rdbuf();
   return os.str();

@@ -10,6 +10,13 @@ char TypeLetter(OpType t) {
   return kLetters[static_cast<int>(t)];
 }
 
+std::optional<OpType> TypeOfLetter(char letter) {
+  for (const OpType t : {OpType::kF, OpType::kB, OpType::kW, OpType::kO, OpType::kR}) {
+    if (TypeLetter(t) == letter) return t;
+  }
+  return std::nullopt;
+}
+
 std::string ToString(const Op& op) {
   return std::to_string(op.stage) + TypeLetter(op.type) + std::to_string(op.microbatch);
 }
@@ -30,25 +37,9 @@ StatusOr<Op> ParseOp(std::string_view text) {
   const char* last = text.data() + text.size();
   auto [p, ec] = std::from_chars(first, last, op.stage);
   if (ec != std::errc() || p == last) return bad();
-  switch (*p) {
-    case 'F':
-      op.type = OpType::kF;
-      break;
-    case 'B':
-      op.type = OpType::kB;
-      break;
-    case 'W':
-      op.type = OpType::kW;
-      break;
-    case 'O':
-      op.type = OpType::kO;
-      break;
-    case 'R':
-      op.type = OpType::kR;
-      break;
-    default:
-      return bad();
-  }
+  const std::optional<OpType> type = TypeOfLetter(*p);
+  if (!type) return bad();
+  op.type = *type;
   ++p;
   auto [q, ec2] = std::from_chars(p, last, op.microbatch);
   if (ec2 != std::errc() || q != last || op.stage < 0 || op.microbatch < 0) return bad();

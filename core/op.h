@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,8 @@ inline bool IsCompute(OpType t) { return t == OpType::kF || t == OpType::kB || t
 inline bool IsCopy(OpType t) { return !IsCompute(t); }
 
 char TypeLetter(OpType t);
+// The type whose letter is `letter` (F, B, W, O or R); none for any other.
+std::optional<OpType> TypeOfLetter(char letter);
 std::string ToString(const Op& op);
 // Parses `{stage}{F|B|W|O|R}{microbatch}`; surrounding whitespace is ignored.
 StatusOr<Op> ParseOp(std::string_view text);

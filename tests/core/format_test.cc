@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
 
 #include "core/simulator.h"
 #include "heuristics/method.h"
@@ -170,6 +174,56 @@ TEST(ScheduleFormat, RoundTripsAndKeepsExtras) {
   ASSERT_TRUE(replay.ok()) << replay.status().message();
   EXPECT_DOUBLE_EQ(replay->start[p->op_space().Index(OpType::kW, 3, 7)], last_end);
   EXPECT_DOUBLE_EQ(replay->makespan, last_end + 1);
+}
+
+// The ops are written by hand: each line must read back as the same doubles
+// at every magnitude, and be what nlohmann's dump() of the op object writes
+// wherever a number has one shortest form (its Grisu2 gives 17 digits for
+// some doubles that 16 already name, where ours gives the 16).
+TEST(ScheduleFormat, WritesOpsAsTheJsonLibraryDoes) {
+  TimedSchedule t;
+  t.problem = "p";
+  t.method = "m";
+  std::mt19937_64 rng(7);
+  // Pairs (start, end): first with few digits, then any double.
+  std::vector<double> few = {0.0,     -0.0,  1.0,        0.1,       0.3,    1e-4,
+                             1.5e-4,  1e-5,  123456.789, 1e15,      1e16,   123456789012345.0,
+                             2.5e300, -3.75, 36.11,      42.09,     5e-324, 1e-300,
+                             7e20,    0.001, 1234.5e-10, 99999999.0};
+  for (int i = 0; i < 2000; ++i) few.push_back(static_cast<double>(rng() % 10000000) / 100);
+  const std::size_t exact_ops = few.size() / 2;
+  for (int i = 0; i < 2000; ++i) {
+    const double mantissa = std::uniform_real_distribution<double>(1, 10)(rng);
+    few.push_back(mantissa * std::pow(10.0, std::uniform_int_distribution<int>(-12, 20)(rng)));
+  }
+  for (std::size_t i = 0; i + 1 < few.size(); i += 2) {
+    const OpType type = i % 4 ? OpType::kF : OpType::kO;
+    t.ops.push_back({Op{type, static_cast<int>(i % 7), static_cast<int>(i)},
+                     static_cast<int>(i % 5), few[i], few[i + 1]});
+  }
+  const std::string text = ToJson(t);
+  ASSERT_EQ(nlohmann::json::parse(text)["ops"].size(), t.ops.size());
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line) && line != " \"ops\": [") {
+  }
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    const TimedOp& o = t.ops[i];
+    ASSERT_TRUE(std::getline(lines, line));
+    if (line.back() == ',') line.pop_back();
+    const nlohmann::json back = nlohmann::json::parse(line);
+    EXPECT_EQ(back["start"].get<double>(), o.start);
+    EXPECT_EQ(back["end"].get<double>(), o.end);
+    if (i >= exact_ops) continue;
+    const nlohmann::json op = {{"device", o.device},
+                               {"stream", IsCompute(o.op.type) ? "compute" : "copy"},
+                               {"type", std::string(1, TypeLetter(o.op.type))},
+                               {"stage", o.op.stage},
+                               {"microbatch", o.op.microbatch},
+                               {"start", o.start},
+                               {"end", o.end}};
+    EXPECT_EQ(line, "  " + op.dump());
+  }
 }
 
 TEST(ScheduleFormat, RejectsMalformedOps) {
