@@ -6,7 +6,10 @@
 // it, then from the other seeds within 50% of the best, then (when every
 // search ended at a local optimum early) from the incumbent with other draws.
 // Tuning and search stop where a schedule meets the lower bound
-// (opt.known_bound, or ComputeLowerBound's): nothing can end earlier.
+// (opt.known_bound, or ComputeLowerBound's): nothing can end earlier. The
+// seeds get half of the budget: on the clock, those not started by then are
+// skipped once one has a schedule (reported "not run"; the list scheduler's
+// starts first), while with opt.max_evaluations every seed runs.
 //
 //   SearchOptions opt;  opt.time_limit_s = 1;
 //   StatusOr<AutoResult> r = RunAuto(problem, opt);
