@@ -324,7 +324,10 @@ interrupted() {
   local what=$1 after=$2 test=$3 start=$SECONDS
   shift 3
   local out="$tmp/int.out"
-  timeout --preserve-status -s INT "$after" "$@" >"$out" 2>&1
+  # --foreground: one SIGINT, to the command alone, as a terminal's Ctrl-C sends. Without
+  # it timeout signals the command and then its process group: a second SIGINT, which
+  # kills a command whose handler ran in between ("Ctrl-C again quits at once").
+  timeout --foreground --preserve-status -s INT "$after" "$@" >"$out" 2>&1
   local rc=$? took=$((SECONDS - start))
   if [ "$rc" -eq 130 ] && [ "$took" -le 6 ] && out="$out" bash -c "$test"; then
     passed=$((passed + 1))

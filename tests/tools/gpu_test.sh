@@ -66,7 +66,7 @@ run_ok "run llama with offload" "$tmp/run3.out" "$?"
 # Ctrl-C one second into a 25 s run: the spinning kernels see the abort flag,
 # every lane stops, exit 130.
 start=$SECONDS
-timeout --preserve-status -s INT 1 "$bin" run "$llama" "$tmp/l.json" --backend cuda \
+timeout --foreground --preserve-status -s INT 1 "$bin" run "$llama" "$tmp/l.json" --backend cuda \
   --time-scale 0.01 >"$tmp/run4.out" 2>&1
 rc=$?
 check "Ctrl-C: exit 130 within 6 s, every lane stopped" -- bash -c "[ $rc -eq 130 ] && \
