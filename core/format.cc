@@ -36,28 +36,30 @@ void AppendJsonNumber(std::string& out, double x) {
   char buf[32];
   const char* end = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific).ptr;
   const char* e = std::find(static_cast<const char*>(buf), end, 'e');
-  std::string digits(1, buf[0]);
-  if (e - buf > 2) digits.append(buf + 2, e - (buf + 2));  // after "d."
+  // The digits without the point ("d.ddd"), in place: no string per number.
+  if (e - buf > 2) buf[1] = buf[0];
+  const char* digits = e - buf > 2 ? buf + 1 : buf;
+  const int k = static_cast<int>(e - digits);
   int exponent = 0;
   std::from_chars(e + (e[1] == '+' ? 2 : 1), end, exponent);
-  const int k = static_cast<int>(digits.size()), n = exponent + 1;
+  const int n = exponent + 1;
   if (k <= n && n <= 15) {
-    out += digits;
+    out.append(digits, k);
     out.append(n - k, '0');
     out += ".0";
   } else if (0 < n && n <= 15) {
-    out.append(digits, 0, n);
-    out += '.';
     out.append(digits, n);
+    out += '.';
+    out.append(digits + n, k - n);
   } else if (-4 < n && n <= 0) {
     out += "0.";
     out.append(-n, '0');
-    out += digits;
+    out.append(digits, k);
   } else {
     out += digits[0];
     if (k > 1) {
       out += '.';
-      out.append(digits, 1);
+      out.append(digits + 1, k - 1);
     }
     out += exponent < 0 ? "e-" : "e+";
     const int a = std::abs(exponent);
