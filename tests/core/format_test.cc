@@ -185,21 +185,21 @@ TEST(ScheduleFormat, WritesOpsAsTheJsonLibraryDoes) {
   t.problem = "p";
   t.method = "m";
   std::mt19937_64 rng(7);
-  // Pairs (start, end): first with few digits, then any double.
-  std::vector<double> few = {0.0,     -0.0,  1.0,        0.1,       0.3,    1e-4,
-                             1.5e-4,  1e-5,  123456.789, 1e15,      1e16,   123456789012345.0,
-                             2.5e300, -3.75, 36.11,      42.09,     5e-324, 1e-300,
-                             7e20,    0.001, 1234.5e-10, 99999999.0};
-  for (int i = 0; i < 2000; ++i) few.push_back(static_cast<double>(rng() % 10000000) / 100);
-  const std::size_t exact_ops = few.size() / 2;
+  // Pairs (start, end): first values of few digits, then any double.
+  std::vector<double> values = {0.0,     -0.0,  1.0,        0.1,       0.3,    1e-4,
+                                1.5e-4,  1e-5,  123456.789, 1e15,      1e16,   123456789012345.0,
+                                2.5e300, -3.75, 36.11,      42.09,     5e-324, 1e-300,
+                                7e20,    0.001, 1234.5e-10, 99999999.0};
+  for (int i = 0; i < 2000; ++i) values.push_back(static_cast<double>(rng() % 10000000) / 100);
+  const std::size_t exact_ops = values.size() / 2;
   for (int i = 0; i < 2000; ++i) {
     const double mantissa = std::uniform_real_distribution<double>(1, 10)(rng);
-    few.push_back(mantissa * std::pow(10.0, std::uniform_int_distribution<int>(-12, 20)(rng)));
+    values.push_back(mantissa * std::pow(10.0, std::uniform_int_distribution<int>(-12, 20)(rng)));
   }
-  for (std::size_t i = 0; i + 1 < few.size(); i += 2) {
+  for (std::size_t i = 0; i + 1 < values.size(); i += 2) {
     const OpType type = i % 4 ? OpType::kF : OpType::kO;
     t.ops.push_back({Op{type, static_cast<int>(i % 7), static_cast<int>(i)},
-                     static_cast<int>(i % 5), few[i], few[i + 1]});
+                     static_cast<int>(i % 5), values[i], values[i + 1]});
   }
   const std::string text = ToJson(t);
   ASSERT_EQ(nlohmann::json::parse(text)["ops"].size(), t.ops.size());

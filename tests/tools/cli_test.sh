@@ -239,8 +239,8 @@ if python3 -c "import json,sys; a,b=(json.load(open(f))['ops'] for f in sys.argv
 # auto on a time grid: the heuristics' best with half of the time (po-keep's
 # 62: unit costs, 8x16, a round trip of 4 per 3 of compute, room for 3), then
 # the SAT probes below it, which find 61 (no move of the local search does):
-# at --time-limit 4 they did in 2 of 7 runs here (with this session's auto and
-# the one before it alike), at 8 in 3 of 3.
+# at --time-limit 4 they did in 2 of 7 runs on a 2-core machine (with the
+# auto of 42f62d4 too), at 8 in 3 of 3.
 slow="$tmp/slow.json"
 echo '{"format": "optpipe-problem/1", "devices": 8, "microbatches": 16, "stage_time":
   {"f": 1, "b": 1, "w": 1}, "offload_time": 2, "memory": {"activation": 1, "freed_by_b": 0.5,
