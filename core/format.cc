@@ -1,15 +1,24 @@
 #include "core/format.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <type_traits>
+
+#include "core/json_parse.h"
 
 namespace optpipe {
 namespace {
@@ -85,7 +94,7 @@ class Reader {
   }
 
   // `field` is the field's name, or a callable that makes it: a schedule's
-  // ops name theirs only when one fails (800k ops: a second of strings).
+  // ops name theirs only when one fails (naming every op costs about a second at 800k ops).
   template <class Field>
   int Int(const json& v, const Field& field) {
     if (!v.is_number() || (v.is_number_float() && std::floor(v.get<double>()) != v.get<double>())) {
@@ -115,7 +124,7 @@ class Reader {
     if (!v.is_array() || v.size() != n) {
       Fail(field, "expected a number or an array of " + std::to_string(n) + " numbers, got " +
                       (v.is_array() ? "an array of " + std::to_string(v.size()) : v.dump()));
-      return std::vector<double>(n, 0.0);
+      return {};
     }
     std::vector<double> out(n);
     for (std::size_t i = 0; i < n; ++i)
@@ -153,14 +162,6 @@ class Reader {
   }
 };
 
-StatusOr<json> ParseJson(const std::string& text) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    return InvalidArgument(std::string("not valid JSON: ") + e.what());
-  }
-}
-
 Status CheckFormat(Reader& r, const json& j, const char* expected) {
   if (!j.is_object()) return InvalidArgument("expected a JSON object at the top level");
   if (!j.contains("format"))
@@ -184,8 +185,8 @@ Status WithPath(const Status& st, const std::string& path) {
 
 }  // namespace
 
-StatusOr<Problem> ParseProblem(const std::string& text) {
-  StatusOr<json> parsed = ParseJson(text);
+StatusOr<Problem> ParseProblem(const std::string& text, const SizeLimit& limit) {
+  StatusOr<json> parsed = ParseJsonText(text);
   if (!parsed.ok()) return parsed.status();
   const json& j = *parsed;
   Reader r;
@@ -211,6 +212,19 @@ StatusOr<Problem> ParseProblem(const std::string& text) {
     return InvalidArgument("microbatches: must be >= 1 (got " + std::to_string(p.microbatches) +
                            ")");
   if (p.stages_per_device < 1) return InvalidArgument("stages_per_device: must be >= 1");
+  if (Status st = CheckShape(p.devices, p.stages_per_device, p.microbatches); !st.ok()) return st;
+  // Before anything is sized from the counts: the most ops the caller can afford.
+  const bool split = !j.contains("split_backward") || j["split_backward"] != false;
+  const bool offload = j.contains("offload_time") && !j["offload_time"].is_null();
+  if (const std::int64_t ops =
+          OpCount(p.devices, p.stages_per_device, p.microbatches, split, offload);
+      ops > limit.max_ops) {
+    return InvalidArgument(
+        "devices x stages_per_device x microbatches: " + std::to_string(p.devices) + " x " +
+        std::to_string(p.stages_per_device) + " x " + std::to_string(p.microbatches) + " gives " +
+        std::to_string(ops) + " ops, more than the " + std::to_string(limit.max_ops) + " allowed" +
+        (limit.why.empty() ? "" : " (" + limit.why + ")"));
+  }
   const std::size_t S = p.stages(), D = p.devices;
 
   if (!j.contains("placement") || j["placement"].is_string()) {
@@ -248,6 +262,7 @@ StatusOr<Problem> ParseProblem(const std::string& text) {
     p.b = r.Vec((*st)["b"], "stage_time.b", S);
     p.w = st->contains("w") ? r.Vec((*st)["w"], "stage_time.w", S) : std::vector<double>(S, 0.0);
   }
+  if (!r.ok()) return r.status;
   p.comm = j.contains("comm_time") ? r.Vec(j["comm_time"], "comm_time", S - 1)
                                    : std::vector<double>(S - 1, 0.0);
   if (j.contains("offload_time") && !j["offload_time"].is_null()) {
@@ -332,7 +347,7 @@ std::string ToJson(const Problem& p) {
 }
 
 StatusOr<TimedSchedule> ParseTimedSchedule(const std::string& text) {
-  StatusOr<json> parsed = ParseJson(text);
+  StatusOr<json> parsed = ParseJsonText(text);
   if (!parsed.ok()) return parsed.status();
   const json& j = *parsed;
   Reader r;
@@ -412,8 +427,8 @@ std::string ToJson(const TimedSchedule& t) {
   if (t.info.gap) j["gap"] = *t.info.gap;
   if (t.info.solve_seconds) j["solve_seconds"] = *t.info.solve_seconds;
   // One op a line keeps the file readable and diffable; written by hand, as
-  // nlohmann's dump() of the op would (keys sorted, numbers as below): an
-  // object per op had taken 2.3 us an op, most of writing a large schedule.
+  // nlohmann's dump() of the op would (keys sorted, numbers as below):
+  // several times faster than an object per op.
   std::string head = j.dump(1);
   head.pop_back();  // drop the closing brace; the ops array follows
   while (!head.empty() && (head.back() == '\n' || head.back() == ' ')) head.pop_back();
@@ -442,12 +457,16 @@ std::string ToJson(const TimedSchedule& t) {
 }
 
 StatusOr<std::string> ReadFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return InvalidArgument(path + ": is a directory, expected a file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return NotFound(path + ": cannot open for reading");
-  // One read of the whole file where its size is known (an 80 MB schedule:
-  // 0.9 s through a stream buffer); a pipe or other stream, piece by piece.
+  // One read of the whole file where its size is known (a stream buffer is
+  // far slower on large files); a pipe or other stream, piece by piece.
   std::string text;
-  if (const std::streamoff size = in.tellg(); size > 0) {
+  const bool regular = std::filesystem::is_regular_file(path, ec);
+  if (const std::streamoff size = in.tellg(); regular && size > 0) {
     text.resize(static_cast<std::size_t>(size));
     in.seekg(0);
     if (in.read(text.data(), size) && in.gcount() == size) return text;
@@ -457,19 +476,56 @@ StatusOr<std::string> ReadFile(const std::string& path) {
   in.seekg(0);
   std::ostringstream os;
   os << in.rdbuf();
+  if (in.bad()) return NotFound(path + ": cannot read");
   return os.str();
 }
 
-Status WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out || !(out << content) || !out.flush()) return NotFound(path + ": cannot write");
+Status WriteFileWith(const std::string& path,
+                     const std::function<bool(const std::string& to)>& write) {
+  const auto failed = [&](int error) {
+    return NotFound(path + ": cannot write (" + std::strerror(error ? error : EIO) + ")");
+  };
+  // A device or pipe (/dev/stdout, /dev/null) is written in place; a file
+  // goes to a temporary beside it, renamed over it only once whole, so a
+  // failed or killed write leaves the previous file as it was.
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(st)) return NotFound(path + ": cannot write: is a directory");
+  if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+    errno = 0;
+    return write(path) ? OkStatus() : failed(errno);
+  }
+  const std::filesystem::path target(path);
+  std::string temp =
+      (target.parent_path() / ("." + target.filename().string() + ".tmpXXXXXX")).string();
+  const int fd = mkstemp(temp.data());
+  if (fd < 0) return failed(errno);
+  // mkstemp makes it 0600; give it the mode a new file would get.
+  const mode_t mask = umask(0);
+  umask(mask);
+  fchmod(fd, 0666 & ~mask);
+  close(fd);
+  errno = 0;
+  if (!write(temp) || std::rename(temp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    unlink(temp.c_str());
+    return failed(error);
+  }
   return OkStatus();
 }
 
-StatusOr<Problem> LoadProblem(const std::string& path) {
+Status WriteFile(const std::string& path, const std::string& content) {
+  return WriteFileWith(path, [&](const std::string& to) {
+    std::ofstream out(to, std::ios::binary | std::ios::trunc);
+    return out && out.write(content.data(), static_cast<std::streamsize>(content.size())) &&
+           out.flush();
+  });
+}
+
+StatusOr<Problem> LoadProblem(const std::string& path, const SizeLimit& limit) {
   StatusOr<std::string> text = ReadFile(path);
   if (!text.ok()) return text.status();
-  StatusOr<Problem> p = ParseProblem(*text);
+  StatusOr<Problem> p = ParseProblem(*text, limit);
   if (!p.ok()) return WithPath(p.status(), path);
   if (p->name.empty()) p->name = std::filesystem::path(path).stem().string();
   return p;

@@ -282,9 +282,9 @@ std::string GanttSvg(const Problem& p, const TimedSchedule& t, const GanttOption
     add("<g class=\"timeaxis\">\n");
     add("<line class=\"axis\" x1=\"" + Num(kMarginLeft) + "\" y1=\"" + Num(plot_bottom + 4) +
         "\" x2=\"" + Num(kMarginLeft + plot_w) + "\" y2=\"" + Num(plot_bottom + 4) + "\"/>\n");
-    for (long k = static_cast<long>(std::ceil(t0 / step - 1e-9));; ++k) {
-      const double tick = k * step;
-      if (tick > t1 + 1e-9 * span) break;
+    // A tick every 70 px or more: at most plot_w / 70 + 2 of them.
+    for (const double tick :
+         Ticks(t0, t1, step, static_cast<int>(std::min(plot_w / 70, 1e5)) + 2)) {
       const double x = X(tick);
       std::string lanes;
       for (int d = 0; d < D; ++d) {

@@ -25,7 +25,26 @@ Status CheckArray(const std::vector<double>& a, std::size_t n, const std::string
 
 }  // namespace
 
+Status CheckShape(std::int64_t devices, std::int64_t stages_per_device, std::int64_t microbatches) {
+  // Each count is at most 1e9 (the readers' integers), so these products of
+  // int64 cannot overflow.
+  const std::int64_t slots = devices * stages_per_device * microbatches * kNumOpTypes;
+  if (slots > kMaxOpSlots) {
+    return InvalidArgument(
+        "devices x stages_per_device x microbatches: " + std::to_string(devices) + " x " +
+        std::to_string(stages_per_device) + " x " + std::to_string(microbatches) + " gives " +
+        std::to_string(slots / kNumOpTypes) + " stage-micro-batch pairs, more than the " +
+        std::to_string(kMaxOpSlots / kNumOpTypes) + " that op indices (32-bit) can hold");
+  }
+  return OkStatus();
+}
+
 StatusOr<std::vector<int>> PlaceStages(const std::string& placement, int devices, int v) {
+  if (devices < 1 || v < 1 || std::int64_t{devices} * v > kMaxOpSlots / kNumOpTypes) {
+    return InvalidArgument("placement: " + std::to_string(devices) + " devices x " +
+                           std::to_string(v) + " stages per device is not a stage count " +
+                           "optpipe can index");
+  }
   const int stages = devices * v;
   std::vector<int> dev(stages);
   if (placement == "interleaved") {
@@ -54,6 +73,7 @@ Status Validate(const Problem& p) {
     return InvalidArgument("stages_per_device: must be >= 1 (got " +
                            std::to_string(p.stages_per_device) + ")");
   }
+  if (Status st = CheckShape(p.devices, p.stages_per_device, p.microbatches); !st.ok()) return st;
   const std::size_t S = p.stages(), D = p.devices;
   if (p.stage_device.size() != S) {
     return InvalidArgument("placement: expected " + std::to_string(S) + " device ids, got " +
@@ -82,9 +102,7 @@ Status Validate(const Problem& p) {
   // Every time the simulator and checker add up stays below the iteration's
   // serial time (each op of each micro-batch one after another, comm and
   // copies included); their tolerance is kTimeTolerance of a unit, which a
-  // double holds for sums up to about kMaxTotal (hetoff-1f in nanoseconds
-  // with fractions, a serial time of 2.6e11, failed the checker or did not
-  // fit its memory with every method).
+  // double holds for sums up to about kMaxTotal (docs/FORMAT.md).
   const auto too_large = [](const std::string& what, double amount, const std::string& units) {
     return InvalidArgument(what + " is " + FormatNumber(amount) + ", more than " +
                            FormatNumber(kMaxTotal) + " units: they are checked to " +

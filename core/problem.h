@@ -11,6 +11,8 @@
 #pragma once
 
 #include <array>
+#include <climits>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,9 +63,30 @@ struct Problem {
 constexpr double kTimeTolerance = 1e-6;
 constexpr double kMaxTotal = 1e10;
 
+// Op slots have int indices (OpSpace): kNumOpTypes of them for every stage
+// and micro-batch. A problem with more is refused as unrepresentable.
+constexpr std::int64_t kMaxOpSlots = INT_MAX;
+
+// The ops a problem of this shape schedules: F and B (and W when the
+// backward is split) for every stage and micro-batch, O and R where offload
+// is allowed. 64-bit, so that it can be checked before anything is sized.
+inline std::int64_t OpCount(std::int64_t devices, std::int64_t stages_per_device,
+                            std::int64_t microbatches, bool split_backward, bool offload) {
+  return devices * stages_per_device * microbatches *
+         ((split_backward ? 3 : 2) + (offload ? 2 : 0));
+}
+inline std::int64_t OpCount(const Problem& p) {
+  return OpCount(p.devices, p.stages_per_device, p.microbatches, p.split_backward,
+                 p.offload_allowed());
+}
+
 // Checks every field and cross-field rule; the message names the first bad
 // field, e.g. "memory.limit[3]: must be >= memory.static[3] (10 < 12)".
 Status Validate(const Problem& p);
+
+// Refuses counts whose ops optpipe cannot index (see kMaxOpSlots), naming
+// the fields; counts are >= 1 and at most 1e9 each.
+Status CheckShape(std::int64_t devices, std::int64_t stages_per_device, std::int64_t microbatches);
 
 // Device of every stage for a placement name ("interleaved", "vshape").
 StatusOr<std::vector<int>> PlaceStages(const std::string& placement, int devices, int v);
@@ -103,9 +126,7 @@ std::vector<double> ForwardToBackward(const Problem& p);
 
 // The grains CommonGrain tries, coarsest first: steps of 1, 2 and 5 (and 2.5,
 // 1.25, 4) from 1000 down to 0.001, so that a problem in microseconds gets
-// the grid it has in milliseconds (r48-0s in microseconds: 38010 at auto
-// --time-limit 3 with a grain of 1, where no coarse grid was left for its
-// SAT polish, against 37.33 in milliseconds).
+// the grid it has in milliseconds (docs/exact.md, "The time grain").
 inline constexpr std::array<double, 27> kGrains = {
     1000, 500,  250, 200,   125, 100,  50,   40,    25,   20,   10,    5,     2,    1.0,
     0.5,  0.25, 0.2, 0.125, 0.1, 0.05, 0.04, 0.025, 0.02, 0.01, 0.005, 0.002, 0.001};

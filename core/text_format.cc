@@ -36,6 +36,19 @@ double NiceStep(double raw) {
   return 10 * p10;
 }
 
+std::vector<double> Ticks(double t0, double t1, double step, int max_count) {
+  std::vector<double> ticks;
+  const double first = std::ceil(t0 / step - 1e-9);
+  if (!(step > 0) || !std::isfinite(first) || std::abs(first) > 0x1p52) return ticks;
+  const double span = t1 - t0;
+  for (double k = first; static_cast<int>(ticks.size()) < max_count; ++k) {
+    const double tick = k * step;
+    if (tick > t1 + 1e-9 * span) break;
+    ticks.push_back(tick);
+  }
+  return ticks;
+}
+
 int DecimalsFor(double step) {
   return std::clamp(static_cast<int>(-std::floor(std::log10(step) + 1e-9)), 0, 6);
 }

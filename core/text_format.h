@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace optpipe {
 
@@ -20,6 +21,10 @@ std::string FormatNumber(double x, int precision = 6);
 std::string FormatFixed(double x, int decimals, bool keep_zeros = false);
 // The smallest 1, 2 or 5 times a power of ten that is at least `raw` (> 0).
 double NiceStep(double raw);
+// The multiples of `step` in [t0, t1], at most `max_count` of them: axis
+// ticks without integer overflow (none where t0/step is beyond a double's
+// exact integers: times far from zero relative to their spread).
+std::vector<double> Ticks(double t0, double t1, double step, int max_count);
 // Decimals needed to print multiples of `step` exactly (0..6).
 int DecimalsFor(double step);
 // Text safe inside an XML attribute or element.

@@ -10,7 +10,16 @@
 #include "core/text_format.h"
 
 namespace optpipe {
-namespace {}  // namespace
+namespace {
+
+// Column [0, cols) of x columns from the left, clamped before the cast: a
+// time far outside the shown span (or NaN) lands on an edge.
+int ColumnOf(double x, int cols) {
+  if (!(x >= 0)) return 0;
+  return x >= cols - 1 ? cols - 1 : static_cast<int>(std::floor(x));
+}
+
+}  // namespace
 
 std::string TextTimeline(const Problem& p, const TimedSchedule& t, int width) {
   const OpSpace space = p.op_space();
@@ -39,8 +48,8 @@ std::string TextTimeline(const Problem& p, const TimedSchedule& t, int width) {
     char c = TypeLetter(o.op.type);
     if (o.op.microbatch % 2 == 1)
       c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    const int first = std::max(0, static_cast<int>(std::floor((o.start - t0) / slice)) - 1);
-    const int last = std::min(cols - 1, static_cast<int>(std::ceil((o.end - t0) / slice)));
+    const int first = std::max(0, ColumnOf(std::floor((o.start - t0) / slice), cols) - 1);
+    const int last = ColumnOf(std::ceil((o.end - t0) / slice), cols);
     bool shown = false;
     for (int k = first; k <= last; ++k) {
       const double mid = t0 + (k + 0.5) * slice;
@@ -51,7 +60,7 @@ std::string TextTimeline(const Problem& p, const TimedSchedule& t, int width) {
     }
     if (!shown) {
       const double mid = (o.start + o.end) / 2;
-      const int k = std::clamp(static_cast<int>(std::floor((mid - t0) / slice)), 0, cols - 1);
+      const int k = ColumnOf((mid - t0) / slice, cols);
       if (lanes[lane][k] == '.') lanes[lane][k] = c;
     }
   }
@@ -76,10 +85,8 @@ std::string TextTimeline(const Problem& p, const TimedSchedule& t, int width) {
   const int dec = DecimalsFor(step);
   std::string ruler(cols, '-'), marks(cols + 8, ' ');
   int free_from = 0;  // first column a label may start at
-  for (long k = static_cast<long>(std::ceil(t0 / step - 1e-9));; ++k) {
-    const double tick = k * step;
-    if (tick > t1 + 1e-9 * span) break;
-    const int col = std::min(cols - 1, static_cast<int>(std::floor((tick - t0) / slice + 1e-9)));
+  for (const double tick : Ticks(t0, t1, step, cols + 1)) {
+    const int col = ColumnOf((tick - t0) / slice + 1e-9, cols);
     ruler[col] = '+';
     const std::string text = FormatFixed(tick, dec);
     if (col < free_from || col + static_cast<int>(text.size()) > cols + 1) continue;

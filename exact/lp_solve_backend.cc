@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/format.h"
+
 namespace optpipe::milp {
 namespace {
 
@@ -208,11 +210,12 @@ Status WriteModelFile(const Model& model, const std::string& path) {
     }
   }
   const bool mps = path.ends_with(".mps");
-  const bool ok = (mps ? write_freemps(lp, const_cast<char*>(path.c_str()))
-                       : write_lp(lp, const_cast<char*>(path.c_str()))) == TRUE;
+  const Status written = WriteFileWith(path, [&](const std::string& to) {
+    return (mps ? write_freemps(lp, const_cast<char*>(to.c_str()))
+                : write_lp(lp, const_cast<char*>(to.c_str()))) == TRUE;
+  });
   delete_lp(lp);
-  if (!ok) return InvalidArgument("cannot write the model to '" + path + "'");
-  return OkStatus();
+  return written;
 }
 
 }  // namespace optpipe::milp

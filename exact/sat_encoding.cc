@@ -279,15 +279,26 @@ bool Encoding::Disjoint(int i, int j, int g1, int g2) {
 
 std::int64_t Encoding::LaneLiterals() const {
   std::vector<std::int64_t> count(p_.devices, 0), width(p_.devices, 0);
+  // Saturating: a large problem's count is beyond any budget, never negative.
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const auto add = [](std::int64_t a, std::int64_t b) {
+    std::int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? kMax : r;
+  };
+  const auto mul = [](std::int64_t a, std::int64_t b) {
+    std::int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? kMax : r;
+  };
   std::int64_t total = 0;
   for (std::size_t i = 0; i < ops_.size(); ++i) {
-    const std::int64_t w = ops_[i].hi - ops_[i].lo + 1;
-    total += 2 * w;  // its start variables' chain
+    const std::int64_t w = std::int64_t{ops_[i].hi} - ops_[i].lo + 1;
+    total = add(total, mul(2, w));  // its start variables' chain
     if (static_cast<int>(i) >= compute_ops_) continue;
     const int d = DeviceOf(p_, ops_[i].op);
-    total += 4 * (count[d] * w + width[d]);  // with every op before it on the device
+    // with every op before it on the device
+    total = add(total, mul(4, add(mul(count[d], w), width[d])));
     ++count[d];
-    width[d] += w;
+    width[d] = add(width[d], w);
   }
   return total;
 }

@@ -105,6 +105,21 @@ class ListScheduler {
            (*limit_)[d] + 1e-9 * std::max(1.0, (*limit_)[d]);
   }
 
+  // LeavesRoomForReload within one scan of the ready forwards: its answer
+  // depends on F(s,m) only through s and whether it offloads, so a no is
+  // remembered, and it holds the whole stage back where no other forward of
+  // the stage can keep less (it offloads, or none of the stage's may). A
+  // device with every forward of a stage ready had rejected them one by one:
+  // quadratic in the micro-batches.
+  bool RoomForReload(int d, const Op& f) {
+    const std::pair key{f.stage, WillOffload(f.stage, f.microbatch)};
+    if (std::find(no_room_.begin(), no_room_.end(), key) != no_room_.end()) return false;
+    if (LeavesRoomForReload(d, f)) return true;
+    no_room_.push_back(key);
+    if (key.second || !may_offload_early_[f.stage]) held_stages_.push_back(f.stage);
+    return false;
+  }
+
   // (s,m) may go to the host as its F ends: offload is on, its device is
   // short of memory, it is not the last stage nor kept.
   bool MayOffload(int s, int m) const {
@@ -148,6 +163,7 @@ class ListScheduler {
   std::vector<char> kept_back_;   // per op: an F passed over while ready
   std::vector<int> cap_;          // warm-up depth per stage
   std::vector<char> choice_;      // per activation: Choices(p_, opt_)
+  std::vector<char> may_offload_early_;  // per stage: WillOffload may hold for one of its F
   std::vector<int> inflight_;     // F started, B not ended, per stage
   std::vector<int> b_started_;    // B started per stage
   std::vector<double> tail_b_;    // backward chain from B(s) to the end
@@ -206,6 +222,7 @@ class ListScheduler {
   void PushReady(int d, int i);
   std::vector<Ready> skipped_;    // scratch for DispatchDevice
   std::vector<int> held_stages_;  // scratch: stages whose every ready F is held back
+  std::vector<std::pair<int, bool>> no_room_;  // scratch: see RoomForReload
   // Per device: its stages, its scans of the ready forwards, the last scan
   // that stopped before the end (see DispatchDevice); per F: the scans before
   // it became ready.
@@ -275,6 +292,14 @@ void ListScheduler::Prepare() {
   for (int s = 0; s < S_; ++s) period_[p_.stage_device[s]] += p_.f[s] + p_.b[s] + p_.w[s];
   cap_ = WarmupDepths(p_, opt_);
   choice_ = Choices(p_, opt_);
+  may_offload_early_.assign(S_, 0);
+  for (int s = 0; s + 1 < S_ && opt_.offload && p_.offload; ++s) {
+    const bool by_rule = opt_.offload_warmup && chain_[s] >= 2 * (*p_.offload)[s];
+    for (int m = 0; m < M_ && !may_offload_early_[s]; ++m) {
+      may_offload_early_[s] = Choice(s, m) == ListOptions::kSend ||
+                              (by_rule && Choice(s, m) != ListOptions::kKeep);
+    }
+  }
   for (int m = 0; m < M_ && opt_.express && S_ > 1; ++m)
     express_[m] = Choice(0, m) == ListOptions::kKeep;
   reserve_.assign(S_, 0.0);
@@ -536,6 +561,7 @@ void ListScheduler::DispatchDevice(int d, double t) {
   auto& rf = ready_f_[d];
   skipped_.clear();
   held_stages_.clear();
+  no_room_.clear();
   ++scans_[d];
   int chosen = -1;
   double blocked = kNever;  // when a blocked express chain may find its way clear
@@ -543,8 +569,8 @@ void ListScheduler::DispatchDevice(int d, double t) {
     // Once every stage of the device is held back as a whole (its warm-up
     // depth, the next slot or memory), no F behind may start: the scan stops
     // there, O(stages) instead of O(ready forwards): a device short of memory
-    // has every forward of stage 0 ready, and rejecting them one by one was
-    // quadratic (memory-limited 4x4096: 1.2 s, now 6.6 ms). Those it leaves
+    // has every forward of stage 0 ready, and rejecting them one by one would
+    // be quadratic (docs/benchmarks.md, "List scheduler"). Those it leaves
     // are held back as if passed over (kept_back_, marked when next taken).
     if (static_cast<int>(held_stages_.size()) == stages_on_[d]) {
       cut_scan_[d] = scans_[d];
@@ -560,7 +586,7 @@ void ListScheduler::DispatchDevice(int d, double t) {
     const bool stage_ok =
         !held && inflight_[f.stage] < cap_[f.stage] && fits_slot(r.op) &&
         Fits(d, p_.activation[f.stage], opt_.breadth_first ? 0 : reserve_[f.stage]);
-    bool ok = stage_ok && (opt_.breadth_first || LeavesRoomForReload(d, f));
+    bool ok = stage_ok && (opt_.breadth_first || RoomForReload(d, f));
     if (!stage_ok && !held) held_stages_.push_back(f.stage);
     if (ok && lead) {
       if (const double until = PathBlockedUntil(f.microbatch, t); until > t) {

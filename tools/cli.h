@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/format.h"
 #include "core/problem.h"
 #include "core/schedule.h"
 #include "core/status.h"
@@ -34,6 +35,20 @@ void InstallInterruptHandler();
 // print the whole range of a double): "--time-limit: must be a number > 0, not 0".
 extern const CLI::Validator kPositive;     // > 0
 extern const CLI::Validator kNonNegative;  // >= 0
+
+// Memory: the CLI refuses, before reading further, a problem whose ops
+// would need more than --max-memory (GiB; default: what the machine has
+// available), at kBytesPerOp each: the most any command was measured to
+// use per op (reading a schedule file's JSON: ~1 KB an op) with room to
+// spare. A schedule file likewise, at kBytesPerScheduleByte.
+inline constexpr double kBytesPerOp = 2048;
+inline constexpr double kBytesPerScheduleByte = 16;
+void SetMaxMemoryGiB(double gib);  // 0: the machine's available memory
+SizeLimit ProblemSizeLimit();
+StatusOr<Problem> LoadProblemFor(const std::string& path);
+StatusOr<TimedSchedule> LoadScheduleFor(const std::string& path);
+// The same check for a problem built another way (plan).
+Status CheckFitsMemory(const Problem& p);
 
 // For commands that picture a timed schedule as recorded (draw, show): a
 // warning on stderr when it breaks a rule of `p` (see `optpipe validate`),

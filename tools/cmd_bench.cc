@@ -62,7 +62,7 @@ int Run(const Args& a) {
   // Every file is read before any method runs: a bad one fails at once.
   std::vector<Problem> problems;
   for (const std::string& path : a.problems) {
-    StatusOr<Problem> p = LoadProblem(path);
+    StatusOr<Problem> p = LoadProblemFor(path);
     if (!p.ok()) return Fail(p.status());
     problems.push_back(std::move(*p));
   }

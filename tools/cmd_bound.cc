@@ -68,12 +68,12 @@ Command AddBound(CLI::App& app) {
       "           --search-seconds 10");
   return {
       sub, [args] {
-        StatusOr<Problem> p = LoadProblem(args->problem);
+        StatusOr<Problem> p = LoadProblemFor(args->problem);
         if (!p.ok()) return Fail(p.status());
         // The schedule given, replayed: its objective is an upper end.
         std::optional<SimResult> given;
         if (!args->schedule.empty()) {
-          StatusOr<TimedSchedule> t = LoadTimedSchedule(args->schedule);
+          StatusOr<TimedSchedule> t = LoadScheduleFor(args->schedule);
           if (!t.ok()) return Fail(t.status());
           StatusOr<Schedule> orders = OrdersOf(*p, *t);
           StatusOr<SimResult> sim = orders.ok() ? Simulate(*p, *orders) : orders.status();

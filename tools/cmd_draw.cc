@@ -23,9 +23,9 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 }
 
 int Run(const Args& a) {
-  StatusOr<Problem> p = LoadProblem(a.problem);
+  StatusOr<Problem> p = LoadProblemFor(a.problem);
   if (!p.ok()) return Fail(p.status());
-  StatusOr<TimedSchedule> t = LoadTimedSchedule(a.schedule);
+  StatusOr<TimedSchedule> t = LoadScheduleFor(a.schedule);
   if (!t.ok()) return Fail(t.status());
   // Ops outside the problem cannot be placed; anything else is drawn as recorded.
   StatusOr<Schedule> orders = OrdersOf(*p, *t);

@@ -17,7 +17,7 @@ struct Args {
 };
 
 int Run(const Args& a) {
-  StatusOr<Problem> p = LoadProblem(a.problem);
+  StatusOr<Problem> p = LoadProblemFor(a.problem);
   if (!p.ok()) return Fail(p.status());
   StatusOr<std::string> text = ReadFile(a.csv);
   if (!text.ok()) return Fail(text.status());

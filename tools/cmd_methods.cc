@@ -14,7 +14,7 @@ Command AddMethods(CLI::App& app) {
   return {sub, [problem] {
             std::optional<Problem> p;
             if (!problem->empty()) {
-              StatusOr<Problem> loaded = LoadProblem(*problem);
+              StatusOr<Problem> loaded = LoadProblemFor(*problem);
               if (!loaded.ok()) return Fail(loaded.status());
               p = *loaded;
             }

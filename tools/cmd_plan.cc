@@ -130,9 +130,9 @@ int Run(const Args& a) {
             << FormatFixed(TotalParams(*m) / 1e9, 2, true) << "B parameters, micro-batch "
             << m->microbatch_size << " x " << m->sequence << " tokens) on " << a.devices << " x "
             << hw->name << " (" << hw->peak_tflops << " TFLOP/s x " << hw->efficiency << ", "
-            << hw->memory_gib << " GiB), " << a.devices * a.stages_per_device << " stages, "
-            << a.microbatches << " micro-batches" << (profile ? ", measured layer times" : "")
-            << "\n";
+            << hw->memory_gib << " GiB), " << std::int64_t{a.devices} * a.stages_per_device
+            << " stages, " << a.microbatches << " micro-batches"
+            << (profile ? ", measured layer times" : "") << "\n";
   StatusOr<Plan> plan = BuildPlan(costs, *hw, o);
   if (!plan.ok()) return Fail(plan.status());
   Report(costs, *hw, *plan);
@@ -143,7 +143,10 @@ int Run(const Args& a) {
     if (Status st = WriteFile(a.out, text); !st.ok()) return Fail(st);
     std::cerr << "optpipe: wrote " << a.out << " (times in ms, memory in GiB)\n";
   }
-  if (!a.schedule_method.empty()) return RunSchedule(a, plan->problem);
+  if (!a.schedule_method.empty()) {
+    if (Status st = CheckFitsMemory(plan->problem); !st.ok()) return Fail(st);
+    return RunSchedule(a, plan->problem);
+  }
   return kOk;
 }
 

@@ -32,9 +32,9 @@ struct RunArgs {
 };
 
 int RunSchedule(const RunArgs& a) {
-  StatusOr<Problem> p = LoadProblem(a.problem);
+  StatusOr<Problem> p = LoadProblemFor(a.problem);
   if (!p.ok()) return Fail(p.status());
-  StatusOr<TimedSchedule> timed = LoadTimedSchedule(a.schedule);
+  StatusOr<TimedSchedule> timed = LoadScheduleFor(a.schedule);
   if (!timed.ok()) return Fail(timed.status());
   StatusOr<Schedule> s = OrdersOf(*p, *timed);
   if (!s.ok()) return Fail(s.status());

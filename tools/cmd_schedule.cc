@@ -19,7 +19,7 @@ struct Args {
 };
 
 int Run(const Args& a) {
-  StatusOr<Problem> p = LoadProblem(a.problem);
+  StatusOr<Problem> p = LoadProblemFor(a.problem);
   if (!p.ok()) return Fail(p.status());
   std::cerr << "optpipe: scheduling " << p->name << " (" << p->devices << " devices x "
             << p->microbatches << " micro-batches, " << p->stages() << " stages) with " << a.method

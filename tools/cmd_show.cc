@@ -15,9 +15,9 @@ struct Args {
 };
 
 int Run(const Args& a) {
-  StatusOr<Problem> p = LoadProblem(a.problem);
+  StatusOr<Problem> p = LoadProblemFor(a.problem);
   if (!p.ok()) return Fail(p.status());
-  StatusOr<TimedSchedule> t = LoadTimedSchedule(a.schedule);
+  StatusOr<TimedSchedule> t = LoadScheduleFor(a.schedule);
   if (!t.ok()) return Fail(t.status());
   if (StatusOr<Schedule> orders = OrdersOf(*p, *t); !orders.ok()) {
     return Fail(Status(orders.status().code(), a.schedule + ": " + orders.status().message()));

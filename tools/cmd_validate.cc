@@ -15,9 +15,9 @@ struct Args {
 };
 
 int Run(const Args& a) {
-  StatusOr<Problem> p = LoadProblem(a.problem);
+  StatusOr<Problem> p = LoadProblemFor(a.problem);
   if (!p.ok()) return Fail(p.status());
-  StatusOr<TimedSchedule> t = LoadTimedSchedule(a.schedule);
+  StatusOr<TimedSchedule> t = LoadScheduleFor(a.schedule);
   if (!t.ok()) return Fail(t.status());
   const CheckReport rep = CheckSchedule(*p, *t);
   if (a.json) {

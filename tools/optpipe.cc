@@ -2,13 +2,18 @@
 // tools/cmd_*.cc file and registers itself here.
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <string>
 
 #include "core/checker.h"
+#include "core/text_format.h"
 #include "tools/cli.h"
 
 namespace optpipe::cli {
@@ -53,6 +58,62 @@ void AddSearchFlags(CLI::App* sub, SolveOptions& opt) {
                   "Budget of simulations for searching heuristics instead of the clock: the "
                   "same result on every run and machine")
       ->check(kPositive);
+}
+
+namespace {
+double max_memory_gib = 0;
+
+double AvailableBytes() {
+  if (max_memory_gib > 0) return max_memory_gib * (1 << 30);
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * page : 1e18;
+}
+
+std::string MemoryText() {
+  const double gib = AvailableBytes() / (1 << 30);
+  return FormatNumber(gib, 3) + " GiB (" +
+         (max_memory_gib > 0 ? std::string("--max-memory") : std::string("available here")) + ")";
+}
+}  // namespace
+
+void SetMaxMemoryGiB(double gib) { max_memory_gib = gib; }
+
+SizeLimit ProblemSizeLimit() {
+  const double ops = AvailableBytes() / kBytesPerOp;
+  SizeLimit limit;
+  limit.max_ops = static_cast<std::int64_t>(std::min<double>(ops, kMaxOpSlots));
+  limit.why = "optpipe needs about " + FormatNumber(kBytesPerOp / 1024, 3) + " KiB an op and has " +
+              MemoryText() + "; see --max-memory";
+  return limit;
+}
+
+StatusOr<Problem> LoadProblemFor(const std::string& path) {
+  return LoadProblem(path, ProblemSizeLimit());
+}
+
+StatusOr<TimedSchedule> LoadScheduleFor(const std::string& path) {
+  std::error_code ec;
+  const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
+  if (!ec && static_cast<double>(bytes) * kBytesPerScheduleByte > AvailableBytes()) {
+    return InvalidArgument(path + ": " + FormatNumber(bytes / double(1 << 20), 4) +
+                           " MiB of JSON takes about " + FormatNumber(kBytesPerScheduleByte, 3) +
+                           "x that to read, more than " + MemoryText());
+  }
+  return LoadTimedSchedule(path);
+}
+
+Status CheckFitsMemory(const Problem& p) {
+  const SizeLimit limit = ProblemSizeLimit();
+  if (OpCount(p) <= limit.max_ops) return OkStatus();
+  return InvalidArgument(p.name + ": " + std::to_string(OpCount(p)) + " ops, more than the " +
+                         std::to_string(limit.max_ops) + " allowed (" + limit.why + ")");
 }
 
 std::string Brief(const std::vector<double>& v) {
@@ -108,8 +169,17 @@ int main(int argc, char** argv) {
       "optpipe: pipeline-parallel training schedules (F/B/W per stage and micro-batch, optional\n"
       "activation offload) that respect device memory. Exit codes: 0 ok, 1 invalid, 2 bad input,\n"
       "3 method not applicable or infeasible, 130 stopped by Ctrl-C (searches end early and\n"
-      "their best so far is written; a second Ctrl-C quits at once)."};
+      "their best so far is written; a second Ctrl-C quits at once). Reading, simulating,\n"
+      "checking and writing a schedule are not interruptible: a few microseconds an op, so\n"
+      "--time-limit bounds the searches, not these; a problem whose ops would not fit the\n"
+      "memory is refused up front (--max-memory)."};
   app.require_subcommand(1);
+  app.fallthrough();  // --max-memory after the subcommand's name too
+  double max_memory_gib = 0;
+  app.add_option("--max-memory", max_memory_gib,
+                 "GiB a command may use (default: the machine's available memory); a problem "
+                 "or schedule file that would need more is refused up front (exit 2)")
+      ->check(kPositive);
   const std::vector<Command> commands = {
       AddSchedule(app), AddValidate(app), AddBound(app),     AddMethods(app), AddBench(app),
       AddDraw(app),     AddShow(app),     AddImportCsv(app), AddRun(app),     AddPlan(app)};
@@ -119,6 +189,7 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kBadInput;
   }
+  SetMaxMemoryGiB(max_memory_gib);
   InstallInterruptHandler();
   for (const Command& c : commands) {
     if (c.sub->parsed()) return c.run();

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/format.h"
+#include "core/json_parse.h"
 
 namespace optpipe::planner {
 namespace {
@@ -68,12 +69,9 @@ class Reader {
 };
 
 StatusOr<json> Parse(const std::string& text, const char* format) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    return InvalidArgument(std::string("not valid JSON: ") + e.what());
-  }
+  StatusOr<json> parsed = ParseJsonText(text);
+  if (!parsed.ok()) return parsed.status();
+  json j = std::move(*parsed);
   if (!j.is_object()) return InvalidArgument("expected a JSON object at the top level");
   if (format) {
     if (!j.contains("format")) {

@@ -142,6 +142,17 @@ StatusOr<Plan> BuildPlan(const ModelCosts& c, const Hardware& hw, const PlanOpti
   if (n < 1 || static_cast<int>(c.splittable.size()) != n - 1) {
     return InvalidArgument("layers: the model has no layers");
   }
+  if (Status st = CheckShape(opt.devices, opt.stages_per_device, opt.microbatches); !st.ok())
+    return st;
+  // Before anything is sized from the counts.
+  const std::int64_t stages = std::int64_t{opt.devices} * opt.stages_per_device;
+  const int cuts = static_cast<int>(std::count(c.splittable.begin(), c.splittable.end(), true));
+  if (stages > cuts + 1) {
+    return InvalidArgument(
+        "devices: " + std::to_string(opt.devices) + " devices x " +
+        std::to_string(opt.stages_per_device) + " stages per device = " + std::to_string(stages) +
+        " stages, but the model's layers allow at most " + std::to_string(cuts + 1));
+  }
   Problem shape;
   shape.devices = opt.devices;
   shape.stages_per_device = opt.stages_per_device;
@@ -152,13 +163,6 @@ StatusOr<Plan> BuildPlan(const ModelCosts& c, const Hardware& hw, const PlanOpti
   if (!placed.ok()) return InvalidArgument("placement: " + placed.status().message());
   shape.stage_device = *placed;
   const int S = shape.stages();
-  const int cuts = static_cast<int>(std::count(c.splittable.begin(), c.splittable.end(), true));
-  if (S > cuts + 1) {
-    return InvalidArgument(
-        "devices: " + std::to_string(opt.devices) + " devices x " +
-        std::to_string(opt.stages_per_device) + " stages per device = " + std::to_string(S) +
-        " stages, but the model's layers allow at most " + std::to_string(cuts + 1));
-  }
 
   StageEvaluator eval(c, hw, shape, opt.split_backward);
   const StageCost time = [&](int s, int i, int k) { return eval.Time(s, i, k); };
