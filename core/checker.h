@@ -1,7 +1,7 @@
 // CheckSchedule: an independent validator of a fully timed schedule.
 //
 // It shares no code with the simulator beyond the problem's per-op quantities:
-// it re-derives every rule of FORMAT.md (every op once, right device and
+// it re-derives every rule of docs/FORMAT.md (every op once, right device and
 // stream, durations, dependencies with comm, one op per lane at a time, the
 // memory sweep, the reported metrics) and lists every violation with the op,
 // device and time involved. Tests use it as the oracle for every method.

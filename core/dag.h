@@ -1,4 +1,4 @@
-// The op DAG: which op waits for which, and by how much (FORMAT.md rules).
+// The op DAG: which op waits for which, and by how much (docs/FORMAT.md rules).
 //
 //   F(s,m) <- F(s-1,m) + comm      B(s,m) <- B(s+1,m) + comm, F(s,m)
 //   W(s,m) <- B(s,m)               with offload: O(s,m) <- F(s,m),

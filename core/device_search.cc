@@ -67,11 +67,9 @@ class Search {
       // also tells a relaxation with no schedule at all: infinity).
       double target = lo + step > 2 * std::max(root, 1.0) ? kInf : lo + step;
       target = std::min(Up(target), found);
-      // Half of the nodes left, all of them for the least target left (at
-      // 1M nodes a device: fz4x8v2-L2 64 -> 65, where half went unused)
-      // and for the upper end, which proves a known schedule optimal where
-      // the probes it would leave below gain a grain or two (r48-6s's pair
-      // 0, 1 at 5M nodes: 51.64, where the half left 51.19).
+      // Half of the nodes left; all of them for the least target left (half
+      // would go unused) and for the upper end, which proves a known
+      // schedule optimal where the probes below it gain a grain or two.
       const bool all =
           (g > 0 && target <= Up(lo) + g + tol_) || (upper < kInf && target >= upper - tol_);
       probe_limit_ = nodes_ + std::max<std::int64_t>(1, (max_nodes_ - nodes_) / (all ? 1 : 2));

@@ -1,8 +1,8 @@
 // The device search of DeviceSearchBound (core/device_search_bound.h): one
 // device, or a pair, with the rest of the pipeline as release times and
 // tails, and the branch and bound that finds the relaxation's least
-// makespan. See that header for what the relaxation keeps and why each
-// pruning rule is sound.
+// makespan. See that header and docs/exact.md for what the relaxation keeps
+// and why each pruning rule is sound.
 #pragma once
 
 #include <array>

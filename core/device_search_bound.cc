@@ -179,9 +179,8 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
     return res.value;
   };
   // The same in two rounds: a sixteenth of the nodes, then the rest from what
-  // that proved where it was cut short but proved more than `known` (a fresh
-  // search from a higher bound climbs faster than one probing on: at 2M
-  // nodes a device, fz4x8v2-L2 64 -> 65, fz8x16v2-L2 135 -> 136).
+  // that proved where it was cut short but proved more than `known`: a fresh
+  // search from a higher bound climbs faster than one probing on.
   const auto climb = [&](const Relaxed& r, double known, std::int64_t nodes, bool& finished) {
     const std::int64_t first = std::max<std::int64_t>(1, nodes / 16);
     bool done = true;
@@ -216,9 +215,7 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
   // from what is left of all of them, for the devices cut short that proved
   // more than nothing, most promising first (the higher value first), each
   // half of what is left, the last all of it: the bound is their largest
-  // value, so the nodes go where it may rise, not to a device that finished
-  // (fz8x16v2-L2 at 1M nodes a device: 135 -> 136; fz8x16v1-L2 and
-  // fz4x8v2-L5: every device finishes).
+  // value, so the nodes go where it may rise, not to a device that finished.
   std::vector<Relaxed> devices(D);
   const std::int64_t budget =
       opt.max_nodes_per_device > std::numeric_limits<std::int64_t>::max() / D
@@ -336,8 +333,7 @@ DeviceSearchBound ComputeDeviceSearchBound(const Problem& p, const DeviceSearchO
         pairs.begin(), pairs.end(),
         [](const DevicePairValue& x, const DevicePairValue& y) { return x.value > y.value; });
     // Climbing in two rounds as a device does, every pair's first before any
-    // second (most pairs prove nothing more than their devices and stop
-    // there: r48-0s, 6M nodes a pair at milp's --time-limit 60, 1.7M in all).
+    // second: most pairs prove nothing more than their devices and stop there.
     const std::int64_t first = std::max<std::int64_t>(1, opt.max_nodes_per_pair / 16);
     std::vector<double> known(pairs.size());
     for (std::size_t i = 0; i < pairs.size(); ++i) known[i] = pairs[i].value;

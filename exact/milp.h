@@ -4,7 +4,7 @@
 // The model orders every pair of compute ops of a device whose order is not
 // already implied, chooses which activations to offload and orders the O/R ops
 // of every host link, with continuous start times and the memory rule of
-// FORMAT.md written exactly (exact/model.h has the formulation). A warm start
+// docs/FORMAT.md written exactly (exact/model.h has the formulation). A warm start
 // steers the first dive of branch and bound and caps the objective, so the
 // result is never worse than it; where durations share a time grain the cap
 // is its largest multiple below the incumbent, and a model without schedules
@@ -80,11 +80,9 @@ struct MilpOptions {
   // applies (a time grain, memory amounts on a grain): its bound joins the
   // core bounds, its schedules the incumbent. It gets nine tenths of the
   // time left (on such problems it decides and finds far more than
-  // lp_solve's tree, which found nothing after it on the fine-grain
-  // problems of the benchmark set), and on a large problem (SatSearchIsLarge)
-  // nineteen twentieths, nine tenths of that to its neighbourhoods (in 18 s
-  // lp_solve found nothing on the 8x16 problems, and on those with two
-  // chunks did not end the root relaxation).
+  // lp_solve's tree), and on a large problem (SatSearchIsLarge) nineteen
+  // twentieths, nine tenths of that to its neighbourhoods (there lp_solve
+  // may not even end the root relaxation).
   bool sat_search = true;
   // Keeps the SAT probes' solvers from this call for a later one on the same
   // problem (see SatSession); null: this call's own.

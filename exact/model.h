@@ -22,7 +22,7 @@
 //    windows); O_a >= end F_a, R_a >= end O_a, B_a >= end R_a, all relaxed when
 //    y_a = 0; a binary per undecided pair of copy ops of one host link (groups
 //    of devices share one), conditional on both activations being offloaded.
-//  * Memory (eq. 9, exactly as FORMAT.md): checked at every allocation (F start,
+//  * Memory (eq. 9, exactly as docs/FORMAT.md): checked at every allocation (F start,
 //    R start). static + allocations started by then - frees ended by then
 //    <= limit, frees first at one instant. Within a lane the order literals
 //    say what has started / ended; across lanes (an F against an R or O, an R

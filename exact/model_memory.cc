@@ -1,4 +1,4 @@
-// Memory (eq. 9, exactly as FORMAT.md): a row at every allocation (F start, R
+// Memory (eq. 9, exactly as docs/FORMAT.md): a row at every allocation (F start, R
 // start) counting what has been allocated and freed by then, with indicators
 // where neither the graph nor the windows decide an order.
 #include <map>

@@ -74,7 +74,7 @@ struct Racer {
       : enc(p, horizon, TimeGrain(p), p.memory_limit ? MemoryGrain(p) : 1.0, solver) {
     // CaDiCaL's "sat" configuration (stable mode only, target phases): the
     // probes that find schedules get far quicker and those that prove none no
-    // slower (fz4x8v2-L3 proven in 3 s instead of 25-38 s, seeds 10-30).
+    // slower (docs/exact.md has the measurement).
     solver.configure("sat");
     solver.set("quiet", 1);
   }
@@ -157,11 +157,9 @@ double StepSeconds(Clock::time_point end) {
 // order among themselves. A time window frees only what runs close
 // together; the reinsertion can, say, keep a micro-batch's activations and
 // run its chain at once, which needs its forwards and backwards, far apart,
-// to move together (fz8x16v2-L3, from a 130 where windows alone found
-// nothing in 150 s: 129 in 3 of 5 seeds, 128 in one). Not on a fine grid,
-// where a micro-batch's ops have thousands of columns each to go to and the
-// windows alone found more (milp at 60 s, one run: hetoff-4s 36.71 and
-// r48-0s 37.25 with it, 36.59-36.70 and 37.22-37.23 without).
+// to move together; on the slow-link 8x16 problems it found schedules that
+// windows alone did not. Not on a fine grid, where a micro-batch's ops have
+// thousands of columns each to go to and the windows alone found more.
 void NeighbourhoodWorker(const Problem& p, double g, Racer& r, std::uint64_t seed, Incumbent& inc,
                          Clock::time_point end, const std::atomic<bool>* stop, bool reinsertion) {
   const OpSpace space = p.op_space();
@@ -185,11 +183,9 @@ void NeighbourhoodWorker(const Problem& p, double g, Racer& r, std::uint64_t see
     }
     const bool reinsert =
         reinsertion && p.microbatches > 2 && std::bernoulli_distribution(0.5)(rng);
-    // Two distinct micro-batches (the same one twice frees only one): on
-    // fz8x16v2-L3 from a 130, 120 s, three seeds, two in every step found
-    // 129 in all three (128 in one), while adapting their number (one to
-    // three: fewer after a step cut short, more after one proven empty)
-    // found nothing.
+    // Two distinct micro-batches (the same one twice frees only one), in
+    // every step: adapting their number (one to three: fewer after a step
+    // cut short, more after one proven empty) found fewer schedules.
     int m1 = -1, m2 = -1;
     if (reinsert) {
       m1 = std::uniform_int_distribution<int>(0, p.microbatches - 1)(rng);
@@ -357,10 +353,9 @@ SatSession::~SatSession() = default;
 
 // On a fine grid, where a probe just below the best found a schedule,
 // neighbourhoods that have found nothing for this share of their time yield
-// it to the probes: on hetoff-4s they find nothing where one-grain probes
-// find schedule after schedule, on r48-1f the other way round. (Where that
-// probe was cut short, the probes rarely find anything: fz8x16v2-L5 at
-// --time-limit 300 reached 124, not 119-123, with it.)
+// it to the probes: on some problems one-grain probes find schedule after
+// schedule where neighbourhoods find nothing, on others the other way round.
+// (Not where that probe was cut short: there the probes rarely find anything.)
 constexpr double kPatience = 0.25;
 
 SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double incumbent,
@@ -393,10 +388,10 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
       break;
     }
     // Just below the best after a schedule was found (the hint's times are
-    // close), twice as far below after each descent that found one, down to
-    // the upper middle (fz4x8v2-L3 from the list scheduler's 70 to 58 in 6
-    // probes and 7 s, where a grain a probe took 11 and 11 s), else the upper
-    // middle of the targets left; the last one gets all the time.
+    // close), twice as far below after each descent that found one (far
+    // fewer probes than a grain each from a distant incumbent), down to the
+    // upper middle, else the upper middle of the targets left; the last one
+    // gets all the time.
     const int steps = Grains(top - res.bound, g);
     const double target = descend ? top - std::min(jump, steps / 2) * g : top - (steps / 2) * g;
     const bool descent = descend, below_best = descend && ceiling >= res.best;
@@ -417,8 +412,7 @@ SatSearchResult SearchTimeIndexed(const Problem& p, double lower_bound, double i
     // Encoded anew unless an earlier call left solvers whose encoding holds
     // this target and that knew as good a schedule as this call's: a better
     // one guides a fresh solver's first guesses (hint) far better than it
-    // re-phases a used one (unit 8x16, room 3: 61 found in 0.3 s from auto's
-    // 62 where the list scheduler's solvers found nothing in 12 s).
+    // re-phases a used one.
     if (!racers.empty() &&
         (static_cast<int>(racers.size()) != n || Grains(target, g) > session.horizon ||
          incumbent < session.best - tol ||

@@ -13,8 +13,7 @@
 // set, and the round trips of a host link fit between its earliest copy
 // start and its latest copy end (a cardinality constraint that the order
 // clauses imply only by pigeonhole counting, which resolution cannot do
-// briefly: probes proving "none by T" on u48-r2-o2, u48-r3-o2 and
-// fz4x8v1-L2 took 1.5 times less time in all, over three seeds). Memory is
+// briefly: with it, probes that prove "none by T" end sooner). Memory is
 // checked at every grid instant (it changes only there): the activations of
 // a device that are live then (started and not yet freed by B, W or O, or
 // reloaded by R) weigh at most its room, a pseudo-Boolean constraint in
@@ -32,8 +31,8 @@
 // raises the bound to T + g, and the two meeting prove the incumbent optimal.
 // A probe gets half of the time left (the last one all of it; one just
 // below the best an eighth on a fine grid, where it gains one grain of many
-// and is mostly cut short, r48-1f's after 12-18 s, and on a large problem,
-// see SatSearchIsLarge, where it is cut short too); one cut short
+// and is mostly cut short, and on a large problem, see SatSearchIsLarge,
+// where it is cut short too); one cut short
 // proves nothing and sends the next probes below it. Where the first probe
 // below the best is cut short (or too large to encode), or on a fine grid
 // (more than 32 grains between the bound and the best) finds a schedule,
@@ -42,23 +41,19 @@
 // schedule a grain better, assuming the best's lane orders and offload
 // choices except for the ops it starts within a random time window, whose
 // width grows after a window proves empty and shrinks after one is cut
-// short, again while it finds better schedules (fz8x16v2-L5, 8x16 with two
-// chunks and room for 5: auto's 128 -> 124 within milp's 60 s, where the
-// probes on the whole problem found nothing; on a grain of 0.01, r48-1f
-// 43.04 -> 42.59-42.63 within milp's 60 s); its windows prove nothing.
+// short, again while it finds better schedules (it finds them where probes
+// on the whole problem find nothing); its windows prove nothing.
 // Except on a fine grid, every other step instead takes two random
 // micro-batches out and lets them go back anywhere (their ops and offloads
 // free, the other ops in the best's order among themselves): a change no
 // time window holds, such as keeping a micro-batch's activations and running
-// its chain at once (fz8x16v2-L3: 130 -> 128-129 where windows found nothing).
-// On a fine grid, a search that has found nothing for a quarter of its time
-// ends early and leaves the rest to the probes (hetoff-4s: 36.78-36.81 by
-// one-grain probes after neighbourhoods that found nothing).
+// its chain at once. On a fine grid, a search that has found nothing for a
+// quarter of its time ends early and leaves the rest to the probes, which
+// may still find one-grain steps there.
 // Where the whole problem is too large to encode, the neighbourhoods encode
 // only their windows, each on a fresh solver: the best's ops that start
 // before the window keep their times, those after it start a grain earlier,
-// those within it start anywhere in it (unit 8x32 with two chunks, room 5,
-// a slow link: auto's 217 -> 214 in 60 s, where auto itself reaches 216).
+// those within it start anywhere in it.
 // Racing solvers
 // (`solvers`, one thread each) are encoded once, at the first probe's
 // horizon, within the time limit (checked op by op; the first probe's share
@@ -162,10 +157,8 @@ bool SatSearchApplies(const Problem& p);
 
 // Problems of 256 compute ops or more (8x16: 256 with one chunk, 384 with a
 // split backward, 512 with two chunks) are large for the probes: there a
-// probe on the whole problem below a good schedule is cut short
-// (fz8x16v2-L3 after 82 s of milp's 300; of the logged 8x16 probes just
-// below the best only unit 8x16's 62 -> 61 decided, in 0.4 s), and the
-// neighbourhoods find the better schedules.
+// probe on the whole problem below a good schedule is mostly cut short, and
+// the neighbourhoods find the better schedules.
 bool SatSearchIsLarge(const Problem& p);
 
 // The literals of the lanes' order clauses of a probe by `horizon`, most of

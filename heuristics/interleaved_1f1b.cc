@@ -1,5 +1,5 @@
 // Interleaved 1F1B (Narayanan et al., "Efficient Large-Scale Language Model
-// Training on GPU Clusters Using Megatron-LM", SC 2021; seed 004), in the order
+// Training on GPU Clusters Using Megatron-LM", SC 2021), in the order
 // Megatron-LM's forward_backward_pipelining_with_interleaving runs it.
 //
 // Each device holds v >= 2 chunks, stage s on device s mod D. The forwards of

@@ -1,7 +1,7 @@
 // ListSchedule: a memory- and offload-aware list scheduler over the op DAG.
 //
-// It generalises AdaOffload (OptPipe, seed 000 App. D) and PipeOffload's
-// selective offload (seed 003 §2) to any placement, heterogeneous stages and
+// It generalises AdaOffload (OptPipe, 2025, App. D) and PipeOffload's
+// selective offload (Wan et al., ICML 2025, §2) to any placement, heterogeneous stages and
 // both objectives. Time advances event by event; whenever a device is idle it
 // starts the best available op:
 //   1. a W, if W runs eagerly (right after its B);

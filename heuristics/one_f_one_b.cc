@@ -1,4 +1,5 @@
-// 1F1B (PipeDream-Flush; Narayanan et al., 2021, seed 004 §2.2): stage s runs
+// 1F1B (PipeDream-Flush: Narayanan et al., "Memory-Efficient Pipeline-Parallel
+// DNN Training", ICML 2021; Megatron-LM's non-interleaved schedule): stage s runs
 // min(S-1-s, M) warm-up forwards, then alternates one forward and one
 // backward, then drains the remaining backwards. A stage holds at most
 // S - s activations, against M for GPipe, at the same bubble (S-1)(f+b).

@@ -194,8 +194,7 @@ class CudaBackend final : public Backend {
     }
     // Consumers queue behind running ops (early_) only where every stream of
     // a GPU has a hardware queue of its own: streams that share one wait
-    // behind each other's waits (llama-8dev-offload on one H200, 30 streams
-    // in 8 queues: +53% over the simulation; in 32: +0.3%).
+    // behind each other's waits (docs/runtime.md has the measurement).
     std::vector<std::size_t> streams(gpus_, 0);
     for (const Device& dv : devs_) streams[dv.gpu] += Streams(dv).size();
     early_ = !nccl_ && *std::max_element(streams.begin(), streams.end()) <=

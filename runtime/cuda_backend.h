@@ -14,8 +14,7 @@
 // every stream of a GPU has a hardware queue of its own
 // (CUDA_DEVICE_MAX_CONNECTIONS, 8 unless set; `optpipe run` sets 32), consumers
 // queue behind an op as soon as it is launched (Launched): they start when it
-// ends, not when the host has seen it end (on one H200, unit-4x8 1F1B at 1 ms
-// ops: 7 us between devices where it had been 60). Synthetic kernels are a
+// ends, not when the host has seen it end (docs/runtime.md). Synthetic kernels are a
 // one-thread spin on the GPU's %globaltimer, which needs no calibration and
 // polls an abort flag in mapped host memory so a stopped run ends in
 // microseconds. Every CUDA/NCCL failure becomes a Status naming the call,

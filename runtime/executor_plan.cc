@@ -128,7 +128,7 @@ Plan BuildPlan(const Problem& p, const Schedule& s, const SimResult& sim,
   };
 
   // Memory events in the simulator's order: by time, frees of ops that took
-  // time before anything else at that instant (FORMAT.md), then by topological rank.
+  // time before anything else at that instant (docs/FORMAT.md), then by topological rank.
   const std::vector<int> rank = TopologicalRank(p, pl);
   struct Keyed {
     double t;

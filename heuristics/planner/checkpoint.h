@@ -1,13 +1,14 @@
 // Checkpoint DP: for one stage, which layers keep their activations and which
 // are recomputed in the backward pass, so that the stage's time is minimal
-// while its activations fit the memory left to them (Chiang et al., seed 002,
-// eq. 4-9).
+// while its activations fit the memory left to them (Chiang et al.,
+// "Optimizing Pipeline Parallelism for Deep Learning with Activation
+// Checkpointing", 2025, eq. 4-9).
 //
 // Every layer of the stage is in one of three modes:
 //   K  keep: F saves the layer's whole activation (LayerCost::activation).
 //   R  checkpoint: F saves only the layer's input; the layer and the r layers
 //      after it are recomputed from it, as one block, right before their
-//      backward (PyTorch checkpoint of a block; seed 002's segment between
+//      backward (PyTorch checkpoint of a block; the paper's segment between
 //      two checkpoints).
 //   r  recomputed in the block of the nearest R before it.
 // A recomputed layer costs its forward time again, inside B (eq. 4), and while
@@ -23,10 +24,10 @@
 // allocation point), 0 with a fused one. The plan minimises the recompute
 // time, then `need`, subject to need <= budget.
 //
-// Fast-forward edges (seed 002, eq. 7-9): a block may start only at a
+// Fast-forward edges (Chiang et al., eq. 7-9): a block may start only at a
 // boundary that may be cut (`splittable`), i.e. no recomputed block starts
 // with a skip connection crossing its input; PyTorch would otherwise add the
-// edge's source as an extra checkpoint. Seed 002 bounds a segment's transient
+// edge's source as an extra checkpoint. The paper bounds a segment's transient
 // by the memory left after the checkpoints before it (eq. 6); here it is
 // bounded by what every checkpoint of the l micro-batches leaves, which is
 // never smaller: the plan may recompute a little more than the paper's but

@@ -106,7 +106,7 @@ StatusOr<Hardware> HardwarePreset(const std::string& name) {
   if (name == "h100") {
     // H100 SXM5 80GB datasheet: 989 TFLOP/s dense BF16; NVLink 4 900 GB/s
     // total = 450 GB/s per direction; PCIe Gen5 x16 64 GB/s per direction;
-    // one host link per GPU (OptPipe, seed 000 §3).
+    // one host link per GPU (OptPipe, 2025, §3).
     hw.name = "h100";
     hw.peak_tflops = 989;
     hw.device_bandwidth_gb_s = 450;
@@ -115,7 +115,7 @@ StatusOr<Hardware> HardwarePreset(const std::string& name) {
   } else if (name == "a100") {
     // A100 SXM4 80GB datasheet: 312 TFLOP/s dense BF16; NVLink 3 600 GB/s
     // total = 300 GB/s per direction; PCIe Gen4 x16 32 GB/s per direction;
-    // two GPUs share a PCIe switch in a DGX A100 (seed 000 §3).
+    // two GPUs share a PCIe switch in a DGX A100 (OptPipe, 2025, §3).
     hw.name = "a100";
     hw.peak_tflops = 312;
     hw.device_bandwidth_gb_s = 300;

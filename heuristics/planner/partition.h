@@ -1,6 +1,6 @@
 // Partition DP: cut a list of n layers into S contiguous stages so that the
 // largest stage cost is minimal (Chiang et al., "Optimizing Pipeline
-// Parallelism for Deep Learning with Activation Checkpointing", seed 002,
+// Parallelism for Deep Learning with Activation Checkpointing", 2025,
 // eq. 1-3):
 //
 //   D(i, q) = min_{i <= k < n, k in P} max(C_{S-q}(i, k), D(k+1, q-1)),

@@ -9,7 +9,7 @@
 //   StatusOr<Plan> plan = BuildPlan(c, hw, o);
 //   if (plan.ok()) WriteFile("p.json", ToJson(plan->problem));
 //
-// Stage cost (seed 002, eq. 1 and 4): F + B + W of one micro-batch, B with the
+// Stage cost (Chiang et al. 2025, eq. 1 and 4): F + B + W of one micro-batch, B with the
 // recomputation the checkpoint DP chose under the stage's memory; a stage
 // whose parameters or least activation memory do not fit costs +infinity.
 // Communication (s*b*h*t / device bandwidth) is the same at every cut, so it

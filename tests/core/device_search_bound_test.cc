@@ -274,8 +274,8 @@ TEST(DeviceSearchBound, ACutShortSearchStillBounds) {
 
 // A budget is spent, not left: the devices share it, those that finish
 // leave theirs to the others, and a search cut short at its least target
-// gets every node left (it had half before, which ended the search with the
-// other half unused: 32k of 40k nodes here).
+// gets every node left (half would end the search with the other half
+// unused).
 TEST(DeviceSearchBound, ACutShortSearchSpendsItsWholeBudget) {
   const Problem p = testing::MakeProblem(
       R"("devices": 4, "microbatches": 8, "stage_time": {"f": 1, "b": 1, "w": 1},
@@ -414,7 +414,7 @@ Problem HetOff5f() {
 }
 
 // Aiming at the optimum (an upper end), hetoff-5f's pair 0, 1 proves it in
-// far fewer nodes than probing up to it from below (26k against 83k in all).
+// far fewer nodes than probing up to it from below.
 TEST(DeviceSearchBound, AnUpperEndSavesTheProbesAboveIt) {
   const Problem p = HetOff5f();
   const DeviceSearchBound plain = ComputeDeviceSearchBound(p);

@@ -46,7 +46,8 @@ TEST(Interleaved1F1B, UnitCostsMatchMegatron) {
 // forwards in the schedule table's order (groups of g micro-batches through
 // chunk 0, then chunk 1), with the last group the remainder when g does not
 // divide M. On 2 devices with M = 5 the best g is 3, and the order is the
-// table of Megatron's own example (PP = 2, M = 5, VP = 2, N = 3; seed 004).
+// table of Megatron's own example (PP = 2, M = 5, VP = 2, N = 3, from
+// Megatron-LM's documentation of its pipeline schedules).
 TEST(Interleaved1F1B, FollowsMegatronsScheduleTable) {
   Problem p = UnitChunks(2, 5, 2, false);
   const Solution s = Solve(p, "1f1b-i");
