@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "core/json_parse.h"
+#include "core/version.h"
 
 namespace optpipe {
 namespace {
@@ -194,7 +195,7 @@ StatusOr<Problem> ParseProblem(const std::string& text, const SizeLimit& limit) 
   r.AllowOnly(j, "",
               {"format", "name", "devices", "microbatches", "stages_per_device", "placement",
                "split_backward", "stage_time", "comm_time", "offload_time", "memory", "host_links",
-               "objective"});
+               "objective", "generator"});
   Problem p;
   if (j.contains("name")) p.name = r.String(j["name"], "name");
   for (const char* req : {"devices", "microbatches", "stage_time"}) {
@@ -324,6 +325,7 @@ StatusOr<Problem> ParseProblem(const std::string& text, const SizeLimit& limit) 
 
 std::string ToJson(const Problem& p) {
   json j = {{"format", kProblemFormat},
+            {"generator", Generator()},
             {"name", p.name},
             {"devices", p.devices},
             {"microbatches", p.microbatches},
@@ -417,7 +419,10 @@ StatusOr<TimedSchedule> ParseTimedSchedule(const std::string& text) {
 }
 
 std::string ToJson(const TimedSchedule& t) {
-  json j = {{"format", kScheduleFormat}, {"problem", t.problem}, {"method", t.method}};
+  json j = {{"format", kScheduleFormat},
+            {"generator", Generator()},
+            {"problem", t.problem},
+            {"method", t.method}};
   if (t.makespan) j["makespan"] = *t.makespan;
   if (t.device_span) j["device_span"] = *t.device_span;
   if (t.objective) j["objective"] = *t.objective;

@@ -57,7 +57,20 @@ std::string Trim(const std::string& s) {
 
 }  // namespace
 
-std::string ToPytorchCsv(const Problem& p, const Schedule& s) {
+StatusOr<std::string> ToPytorchCsv(const Problem& p, const Schedule& s) {
+  std::size_t offloads = 0;
+  for (const std::vector<Op>& lane : s.copy) {
+    for (const Op& op : lane) offloads += op.type == OpType::kO ? 1 : 0;
+  }
+  if (offloads > 0) {
+    return NotApplicable(
+        "the schedule offloads " + std::to_string(offloads) +
+        " activations, and PyTorch's pipelining CSV has no offload or reload action: the " +
+        std::to_string(2 * offloads) +
+        " O/R ops would be lost and the schedule would not fit its memory; for a CSV, schedule "
+        "the problem without offload (no \"offload_time\") or with a method that keeps every "
+        "activation (1f1b, zb-h1, ...)");
+  }
   std::string out;
   for (int d = 0; d < p.devices; ++d) {
     bool first = true;

@@ -18,14 +18,14 @@
 //
 // Export writes one row per device with no idle cells (times are the
 // simulator's business): split problems use I and W, fused ones B. Offload (O,
-// R) has no PyTorch action and is left out. Import is stricter than PyTorch
+// R) has no PyTorch action: a schedule that offloads is refused. Import is stricter than PyTorch
 // (no trailing text after the micro-batch, no duplicates, every op of the
 // problem present) and checks the cells against the problem's placement; every
 // error names the row (rank) and column, 1-based as in a spreadsheet. A `B`
 // in a split problem becomes our B immediately followed by W. The result has
 // no times: simulate it (core/simulator.h).
 //
-//   std::string csv = ToPytorchCsv(problem, schedule);     // "0F0,0F1,0I0,0W0,...\n..."
+//   StatusOr<std::string> csv = ToPytorchCsv(problem, schedule);  // "0F0,0F1,0I0,0W0,...\n..."
 //   StatusOr<Schedule> s = FromPytorchCsv(problem, csv);
 //   if (s.ok()) StatusOr<SimResult> r = Simulate(problem, *s);
 #pragma once
@@ -38,7 +38,10 @@
 
 namespace optpipe {
 
-std::string ToPytorchCsv(const Problem& p, const Schedule& s);
+// kNotApplicable, saying how many O/R ops there are, for a schedule that
+// offloads: PyTorch has no action for them, and dropping them would give a
+// schedule that does not fit memory.
+StatusOr<std::string> ToPytorchCsv(const Problem& p, const Schedule& s);
 
 // kInvalidArgument naming row and column for anything PyTorch or the problem rejects.
 StatusOr<Schedule> FromPytorchCsv(const Problem& p, const std::string& text);

@@ -37,6 +37,7 @@ std::string ToText(const Problem& p, const Schedule& s) {
       os << tag << i << ":";
       for (const Op& op : v[i]) {
         os << ' ' << ToString(op);
+        if (!sp.Contains(op)) continue;  // not of this problem: Simulate names it
         if (const double r = s.ReleaseOf(sp.Index(op)); r > 0) os << '@' << FormatNumber(r);
       }
       os << '\n';
@@ -72,11 +73,11 @@ StatusOr<Schedule> ParseScheduleText(const Problem& p, const std::string& text) 
       const auto at = w.find('@');
       StatusOr<Op> op = ParseOp(std::string_view(w).substr(0, at));
       if (!op.ok()) return InvalidArgument(where + op.status().message());
+      if (!p.op_space().Contains(*op)) {
+        return InvalidArgument(where + "op " + w +
+                               " is outside the problem's stages/micro-batches");
+      }
       if (at != std::string::npos) {
-        if (!p.op_space().Contains(*op)) {
-          return InvalidArgument(where + "op " + w +
-                                 " is outside the problem's stages/micro-batches");
-        }
         double hold = -1;
         try {
           std::size_t used = 0;

@@ -23,6 +23,7 @@ enum class StatusCode {
   kNotApplicable,    // a method's precondition does not hold for this problem
   kInfeasible,       // the problem or schedule cannot satisfy its constraints
   kInternal,         // a broken invariant inside optpipe
+  kCancelled,        // stopped (a stop token, Ctrl-C) before it had a result
 };
 
 class Status {
@@ -47,6 +48,7 @@ inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move
 inline Status NotApplicable(std::string m) { return {StatusCode::kNotApplicable, std::move(m)}; }
 inline Status Infeasible(std::string m) { return {StatusCode::kInfeasible, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
 
 template <typename T>
 class StatusOr {

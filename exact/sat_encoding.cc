@@ -30,13 +30,14 @@ Encoding::Built Encoding::Build(std::int64_t max_literals, const std::function<b
   if (!AddOps()) return Built::kEmpty;
   if (LaneLiterals() > max_literals_) return Built::kTooLarge;
   NumberStarts();
+  // Every part checks `stop` op by op (micro-batch by micro-batch, instant
+  // by instant), so a probe keeps to its time even where the windows are
+  // wide (a stage far slower than the others: a window of 1e5 grains).
   for (std::size_t i = 0; i < ops_.size(); ++i) {
+    if (stop()) return Built::kCut;
     for (int t = ops_[i].lo; t + 1 < ops_[i].hi; ++t) Add({-Le(i, t), Le(i, t + 1)});
   }
-  AddChains();
-  if (stop()) return Built::kCut;
-  // The lanes, links and memory take most of the time: each checks `stop`
-  // op by op (instant by instant), so a probe keeps to its time.
+  if (!AddChains(stop)) return Built::kCut;
   if (const Built b = AddLanes(stop); b != Built::kOk) return b;
   if (const Built b = AddLinks(stop); b != Built::kOk) return b;
   if (const Built b = AddMemory(stop); b != Built::kOk) return b;
@@ -222,8 +223,9 @@ void Encoding::NumberStarts() {
   solver_.reserve(next_var_);
 }
 
-void Encoding::AddChains() {
+bool Encoding::AddChains(const std::function<bool()>& stop) {
   for (int m = 0; m < M_; ++m) {
+    if (stop()) return false;
     for (int s = 0; s < S_; ++s) {
       const int f = Id(OpType::kF, s, m), b = Id(OpType::kB, s, m);
       if (s + 1 < S_) {
@@ -242,6 +244,7 @@ void Encoding::AddChains() {
       }
     }
   }
+  return true;
 }
 
 bool Encoding::Reaches(int i, int j) const {

@@ -118,7 +118,7 @@ class Encoding {
   // One variable per op and grid column of its window, numbered op by op.
   void NumberStarts();
 
-  void AddChains();
+  bool AddChains(const std::function<bool()>& stop);  // false: cut short by `stop`
 
   // Compute op i reaches compute op j through the micro-batch chain, or
   // through stage 0's forwards in micro-batch order.

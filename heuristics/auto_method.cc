@@ -444,6 +444,12 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
       }
     });
   });
+  std::optional<Solution> warm;
+  if (opt.warm_start) {
+    StatusOr<Solution> w = Certify(p, *opt.warm_start, "warm start");
+    if (!w.ok()) return InvalidArgument("warm_start: " + w.status().message());
+    warm = std::move(*w);
+  }
   std::optional<Solution> best;
   for (std::size_t i = 0; i < seeds.size(); ++i) {
     StatusOr<Solution>& s = *runs[i];
@@ -454,6 +460,14 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
       res.winner = seeds[i]->name;
     }
   }
+  if (warm) res.seeds.push_back({"warm start", OkStatus(), warm->sim.objective});
+  const auto take_warm = [&] {
+    if (warm && (!best || warm->sim.objective < best->sim.objective - 1e-12)) {
+      best = *warm;
+      res.winner = "warm start";
+    }
+  };
+  if (!best) take_warm();
   if (!best) {
     std::ostringstream why;
     for (const SeedOutcome& o : res.seeds) {
@@ -472,11 +486,13 @@ StatusOr<AutoResult> RunAuto(const Problem& p, const SearchOptions& opt) {
     best = std::move(tuned->second);
     res.winner = "list (tuned: " + Describe(p, tuned->first) + ")";
   }
+  take_warm();
   std::vector<Start> starts;
   for (std::size_t i = 0; i < seeds.size(); ++i) {
     if (runs[i]->ok())
       starts.push_back({seeds[i]->name, &(*runs[i])->schedule, (*runs[i])->sim.objective});
   }
+  if (warm) starts.push_back({"warm start", &warm->schedule, warm->sim.objective});
   const std::int64_t budget_left =
       opt.max_evaluations ? std::max<std::int64_t>(0, *opt.max_evaluations - evaluations) : 0;
   if (Status st = MultiStart(p, opt, left, budget_left, *best, starts, res); !st.ok()) return st;

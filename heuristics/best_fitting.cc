@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "heuristics/method.h"
+#include "heuristics/scorer.h"
 
 namespace optpipe {
 namespace {

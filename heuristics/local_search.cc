@@ -11,6 +11,7 @@
 
 #include "core/dag.h"
 #include "core/lower_bound.h"
+#include "heuristics/scorer.h"
 
 namespace optpipe {
 namespace {

@@ -23,9 +23,6 @@
 //   StatusOr<SearchResult> r = LocalSearch(problem, start_schedule, opt);
 #pragma once
 
-#include <tbb/enumerable_thread_specific.h>
-#include <tbb/task_arena.h>
-
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -53,6 +50,9 @@ struct SearchOptions {
   double known_bound = 0;
   // Called with every new incumbent (already simulated and valid).
   std::function<void(const Schedule&, const SimResult&)> on_improvement;
+  // A schedule to start from (auto): a seed of its own, searched from when
+  // it beats the others. Checked first; an invalid one is an error.
+  const Schedule* warm_start = nullptr;
 };
 
 // Why the search stopped: the first limit reached.
@@ -67,28 +67,6 @@ struct SearchResult {
   int improvements = 0;
   SearchStop stop = SearchStop::kNoMove;
   double seconds = 0;
-};
-
-// Score builds candidate i with make(i) and scores it with the simulator, for
-// i in [0, n), in parallel on `threads` (0: TBB's default). A candidate that make
-// declines (nullopt) or that does not simulate gets no score. Deterministic:
-// slot i depends only on make(i). A Scorer keeps its thread arena and its
-// threads' simulators (with their scratch memory) from one batch to the next:
-// made afresh per batch they cost more than scoring a batch of small schedules.
-class Scorer {
- public:
-  Scorer(const Problem& p, int threads);
-  // With `base` (and its run), candidates that differ little from it are
-  // simulated from their first change on (Simulator::RunChanged: their
-  // peak_memory counts only from there).
-  void Score(int n, const std::function<std::optional<Schedule>(int)>& make,
-             std::vector<std::optional<Schedule>>& cand,
-             std::vector<std::optional<SimResult>>& score, const Schedule* base = nullptr,
-             const SimResult* base_run = nullptr);
-
- private:
-  tbb::task_arena arena_;
-  tbb::enumerable_thread_specific<Simulator> sims_;
 };
 
 // The search order on results: lower objective, then lower sum of device spans,

@@ -72,6 +72,7 @@
 #include "heuristics/best_fitting.h"
 #include "heuristics/edf_slack.h"
 #include "heuristics/method.h"
+#include "heuristics/scorer.h"
 
 namespace optpipe {
 namespace pipe_offload {

@@ -20,13 +20,7 @@ void RunControl::Stop() {
   cv_.notify_all();
 }
 
-namespace {
-constexpr const char* kCancelledPrefix = "cancelled: ";
-}  // namespace
-
-Status Cancelled(const std::string& what) { return Internal(kCancelledPrefix + what); }
-bool IsCancelled(const Status& st) {
-  return !st.ok() && st.message().rfind(kCancelledPrefix, 0) == 0;
-}
+Status Cancelled(const std::string& what) { return optpipe::Cancelled("cancelled: " + what); }
+bool IsCancelled(const Status& st) { return st.code() == StatusCode::kCancelled; }
 
 }  // namespace optpipe::runtime

@@ -14,8 +14,8 @@
 #include "core/problem.h"
 #include "core/schedule.h"
 #include "core/status.h"
+#include "exact/solve.h"
 #include "heuristics/method.h"
-#include "tools/solve.h"
 
 namespace optpipe::cli {
 
@@ -59,6 +59,9 @@ void WarnIfInvalid(const Problem& p, const TimedSchedule& t, const std::string& 
 std::string Brief(const std::vector<double>& v);
 
 int ExitFor(const Status& st);
+// For a solve that found no schedule (kInfeasible, kNotApplicable): prints
+// why, as Fail does, and returns kNotApplicable (kInterrupted after a Ctrl-C).
+int FailNoSchedule(const SolveResult& r);
 // Prints "optpipe: <message>" on stderr and returns the exit code for it
 // (kInterrupted after a Ctrl-C).
 int Fail(const Status& st);

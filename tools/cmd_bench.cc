@@ -16,6 +16,7 @@
 #include "core/checker.h"
 #include "core/device_search_bound.h"
 #include "core/format.h"
+#include "core/text_format.h"
 #include "tools/bench_report.h"
 #include "tools/cli.h"
 
@@ -68,7 +69,9 @@ int Run(const Args& a) {
   }
   std::vector<BenchRow> rows;
   int invalid = 0;
-  for (const Problem& problem : problems) {
+  const auto started = std::chrono::steady_clock::now();
+  for (std::size_t k = 0; k < problems.size(); ++k) {
+    const Problem& problem = problems[k];
     if (Interrupted()) break;  // the rows so far are printed
     const std::size_t first = rows.size();
     // One device search a problem, which every method's bound starts from:
@@ -82,8 +85,13 @@ int Run(const Args& a) {
     double bound = BestLowerBound(problem, devices);
     for (const std::string& m : methods) {
       if (Interrupted()) break;
-      std::cerr << "optpipe: bench " << problem.name << " (" << problem.devices << "x"
-                << problem.microbatches << ") " << m << "\n";
+      std::cerr
+          << "optpipe: bench [problem " << k + 1 << " of " << problems.size() << ", "
+          << FormatFixed(
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+                 1, true)
+          << " s] " << problem.name << " (" << problem.devices << "x" << problem.microbatches
+          << ") " << m << "\n";
       BenchRow row;
       row.problem = problem.name;
       row.method = m;
@@ -92,22 +100,21 @@ int Run(const Args& a) {
       if (a.verbose)
         opt.log = [](const std::string& line) { std::cerr << "optpipe: " << line << "\n"; };
       const auto t0 = std::chrono::steady_clock::now();
-      StatusOr<Solved> s = SolveDetailed(problem, m, opt);
+      opt.method = m;
+      StatusOr<SolveResult> s = Solve(problem, opt);
       row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (!s.ok()) {
-        const StatusCode code = s.status().code();
-        row.status = code == StatusCode::kNotApplicable ? "not applicable"
-                     : code == StatusCode::kInfeasible  ? "infeasible"
-                                                        : "error";
-        row.reason = s.status().message();
-        if (row.status == "error") row.status += ": " + row.reason;
+      if (!s.ok() || !s->has_schedule()) {
+        row.status = !s.ok()                                      ? "error: " + s.status().message()
+                     : s->termination == Termination::kInfeasible ? "infeasible"
+                                                                  : "not applicable";
+        row.reason = s.ok() ? s->message : s.status().message();
         rows.push_back(std::move(row));
         continue;
       }
-      const SimResult& sim = s->solution.sim;
-      const CheckReport rep = CheckSchedule(problem, ToTimed(problem, s->solution.schedule, sim));
+      const SimResult& sim = s->sim;
+      const CheckReport rep = CheckSchedule(problem, ToTimed(problem, s->schedule, sim));
       row.status = "ok";
-      row.termination = s->info.termination.value_or(rep.valid() ? "heuristic" : "");
+      row.termination = ToString(s->termination);
       row.invalid = static_cast<int>(rep.errors.size());
       invalid += row.invalid;
       row.objective = sim.objective;
@@ -116,7 +123,7 @@ int Run(const Args& a) {
       row.peak = sim.peak_memory.empty()
                      ? 0.0
                      : *std::max_element(sim.peak_memory.begin(), sim.peak_memory.end());
-      if (s->info.bound && rep.valid()) bound = std::max(bound, *s->info.bound);
+      if (rep.valid()) bound = std::max(bound, s->bound);
       rows.push_back(std::move(row));
     }
     double best = 0;

@@ -1,19 +1,12 @@
-#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "core/device_search_bound.h"
 #include "core/format.h"
-#include "core/lower_bound.h"
 #include "core/schedule.h"
 #include "core/simulator.h"
 #include "core/text_format.h"
-#include "exact/model.h"
-#include "exact/order_search.h"
-#include "exact/sat_search.h"
-#include "heuristics/method.h"
 #include "tools/cli.h"
 
 namespace optpipe::cli {
@@ -70,8 +63,8 @@ Command AddBound(CLI::App& app) {
       sub, [args] {
         StatusOr<Problem> p = LoadProblemFor(args->problem);
         if (!p.ok()) return Fail(p.status());
-        // The schedule given, replayed: its objective is an upper end.
-        std::optional<SimResult> given;
+        // The schedule given, as orders: one that does not run is a checked thing invalid.
+        std::optional<Schedule> given;
         if (!args->schedule.empty()) {
           StatusOr<TimedSchedule> t = LoadScheduleFor(args->schedule);
           if (!t.ok()) return Fail(t.status());
@@ -82,85 +75,25 @@ Command AddBound(CLI::App& app) {
                       << sim.status().message() << "\n";
             return int{kInvalid};
           }
-          given = std::move(*sim);
+          given = std::move(*orders);
         }
-        const LowerBound lb = ComputeLowerBound(*p);
-        DeviceSearchOptions so;
-        so.time_limit_s = args->search_seconds;
-        so.stop = InterruptFlag();
-        // kSearchNodesPerSecond, as milp gives it (at least the
-        // defaults): the clock, not the nodes, ends a search given more time.
-        so.max_nodes_per_device = std::max(
-            so.max_nodes_per_device,
-            static_cast<std::int64_t>(kSearchNodesPerSecond * args->search_seconds / p->devices));
-        so.max_nodes_per_pair =
-            std::max(so.max_nodes_per_pair,
-                     static_cast<std::int64_t>(kSearchNodesPerSecond * args->search_seconds));
-        // Every search aims at the schedule given, or else the list scheduler's.
-        std::optional<Solution> list;
-        if (!given) {
-          if (StatusOr<Solution> l = RunMethod(*p, "list"); l.ok()) list = std::move(*l);
-        }
-        const SimResult* hint = given ? &*given : list ? &list->sim : nullptr;
-        if (hint) so.upper = hint->objective;
-        const auto progress = [](const std::string& line) {
-          std::cerr << "optpipe: " << line << "\n";
+        BoundOptions bo;
+        bo.search_seconds = args->search_seconds;
+        bo.schedule = given ? &*given : nullptr;
+        bo.stop = InterruptFlag();
+        bo.log = [](const std::string& line) { std::cerr << "optpipe: " << line << "\n"; };
+        StatusOr<BoundResult> proved = ProveBound(*p, bo);
+        if (!proved.ok()) return Fail(proved.status());
+        const BoundResult& r = *proved;
+        const LowerBound& lb = r.core;
+        const DeviceSearchBound& search = r.device_search;
+        const std::optional<OrderSearchResult>& order = r.order;
+        const std::optional<SatSearchResult>& sat = r.sat;
+        const double bound = r.bound;
+        const double gap = r.schedule_gap.value_or(0.0);
+        const auto or_null = [](const auto& x, auto field) -> nlohmann::json {
+          return x ? nlohmann::json((*x).*field) : nlohmann::json(nullptr);
         };
-        const DeviceSearchBound search = ComputeDeviceSearchBound(*p, so);
-        double bound = AtGrain(*p, std::max(lb.value, search.value));
-        if (search.nodes > 0) {  // it ran (memory limit, makespan)
-          std::string source;    // a link budget or a pair above every device alone
-          const double own =
-              *std::max_element(search.device_value.begin(), search.device_value.end());
-          double from = own;
-          for (std::size_t l = 0; l < search.link_value.size(); ++l) {
-            if (search.link_value[l] > from && search.link_value[l] >= search.value) {
-              source = ", from the round trips on host link " + std::to_string(l);
-              from = search.link_value[l];
-            }
-          }
-          for (const DevicePairValue& q : search.pair_value) {
-            if (q.value > from && q.value >= search.value) {
-              source = ", from devices " + std::to_string(q.devices[0]) + " and " +
-                       std::to_string(q.devices[1]) + " together";
-              from = q.value;
-            }
-          }
-          progress("device search bound " + Describe(search, source));
-        }
-        std::optional<OrderSearchResult> order;
-        std::optional<SatSearchResult> sat;
-        const bool ordered = OrderSearchApplies(*p);
-        if ((ordered || SatSearchApplies(*p)) && !(given && bound >= given->objective)) {
-          const double above = hint ? hint->objective : milp::SerialHorizon(*p);
-          progress(std::string(ordered ? "order search" : "SAT probes") + " below " +
-                   FormatNumber(above) +
-                   (given  ? " (the schedule given)"
-                    : list ? " (the list scheduler's schedule)"
-                           : " (all ops in series)"));
-          if (ordered) {
-            OrderSearchOptions os;
-            os.time_limit_s = args->search_seconds;
-            os.stop = InterruptFlag();
-            os.log = progress;
-            order = SearchOrders(*p, bound, above, os);
-            bound = std::max(bound, order->bound);
-          } else {
-            SatSearchOptions ss;
-            ss.time_limit_s = args->search_seconds;
-            ss.stop = InterruptFlag();
-            ss.log = progress;
-            ss.hint = hint;
-            sat = SearchTimeIndexed(*p, bound, above, ss);
-            bound = std::max(bound, sat->bound);
-          }
-        }
-        if (given) bound = std::min(bound, given->objective);  // above it only by rounding
-        const auto or_null = [](const auto& r, auto field) -> nlohmann::json {
-          return r ? nlohmann::json((*r).*field) : nlohmann::json(nullptr);
-        };
-        const double gap =
-            given && given->objective > 0 ? (given->objective - bound) / given->objective : 0.0;
         if (args->json) {
           std::cout
               << nlohmann::json{{"bound", bound},
@@ -175,7 +108,9 @@ Command AddBound(CLI::App& app) {
                                 {"sat_search_bound", or_null(sat, &SatSearchResult::bound)},
                                 {"sat_search_optimal", or_null(sat, &SatSearchResult::optimal)},
                                 {"binding_device", lb.binding_device},
-                                {"schedule_objective", or_null(given, &SimResult::objective)},
+                                {"schedule_objective", r.schedule_objective
+                                                           ? nlohmann::json(*r.schedule_objective)
+                                                           : nullptr},
                                 {"schedule_gap", given ? nlohmann::json(gap) : nullptr}}
                      .dump(1)
               << "\n";
@@ -196,7 +131,7 @@ Command AddBound(CLI::App& app) {
           }
           std::cout << ")\n";
           if (given) {
-            std::cout << "schedule: objective " << given->objective << ", "
+            std::cout << "schedule: objective " << *r.schedule_objective << ", "
                       << (gap <= 0 ? std::string("optimal")
                                    : "gap " + FormatNumber(100 * gap) + "% to the bound")
                       << "\n";

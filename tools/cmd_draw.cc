@@ -36,7 +36,9 @@ int Run(const Args& a) {
   if (EndsWith(a.out, ".json")) {
     content = ChromeTrace(*p, *t);
   } else if (EndsWith(a.out, ".csv")) {
-    content = ToPytorchCsv(*p, *orders);
+    StatusOr<std::string> csv = ToPytorchCsv(*p, *orders);
+    if (!csv.ok()) return Fail(csv.status());
+    content = std::move(*csv);
   } else {
     GanttOptions opt;
     opt.width_px = a.width;

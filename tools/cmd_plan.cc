@@ -1,5 +1,5 @@
 // optpipe plan: a transformer config + hardware -> an optpipe-problem/1 with a
-// memory-aware layer partition and checkpoint choice (heuristics/planner/).
+// memory-aware layer partition and checkpoint choice (core/planner/).
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
@@ -10,8 +10,8 @@
 
 #include "core/format.h"
 #include "core/text_format.h"
-#include "heuristics/planner/config.h"
-#include "heuristics/planner/plan.h"
+#include "core/planner/config.h"
+#include "core/planner/plan.h"
 #include "tools/cli.h"
 
 namespace optpipe::cli {
@@ -89,10 +89,11 @@ int RunSchedule(const Args& a, const Problem& p) {
   std::cerr << "optpipe: scheduling " << p.name << " with " << a.schedule_method << "\n";
   SolveOptions solve = a.solve;
   solve.stop = InterruptFlag();
-  StatusOr<Solution> sol = Solve(p, a.schedule_method, solve);
+  solve.method = a.schedule_method;
+  StatusOr<SolveResult> sol = Solve(p, solve);
   if (!sol.ok()) return Fail(sol.status());
-  TimedSchedule t = ToTimed(p, sol->schedule, sol->sim);
-  SettleBound(p, sol->sim.objective, t.info);
+  if (!sol->has_schedule()) return FailNoSchedule(*sol);
+  const TimedSchedule t = ToTimed(p, *sol);
   if (!a.schedule_out.empty()) {
     if (Status st = WriteFile(a.schedule_out, ToJson(t)); !st.ok()) return Fail(st);
   }
@@ -178,7 +179,7 @@ Command AddPlan(CLI::App& app) {
       ->check(CLI::IsMember({"interleaved", "vshape"}));
   sub->add_option("--profile", args->profile,
                   "Measured layer times: optpipe-layer-profile/1 or an optpipe-problem/1 "
-                  "(heuristics/planner/config.h)");
+                  "(core/planner/config.h)");
   sub->add_flag("--no-offload", args->no_offload, "Do not allow activation offload");
   sub->add_flag("--fused-backward", args->fused_backward, "One fused B (B + W) per stage");
   sub->add_option("--name", args->name, "Problem name (default: <model>-<D>x<v>-m<M>)");

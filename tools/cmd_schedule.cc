@@ -27,12 +27,11 @@ int Run(const Args& a) {
   SolveOptions solve = a.solve;
   solve.log = [](const std::string& line) { std::cerr << "optpipe: " << line << "\n"; };
   solve.stop = InterruptFlag();
-  StatusOr<Solved> solved = SolveDetailed(*p, a.method, solve);
-  if (!solved.ok()) return Fail(solved.status());
-  const Solution* sol = &solved->solution;
-  TimedSchedule t = ToTimed(*p, sol->schedule, sol->sim);
-  t.info = solved->info;  // termination, bound (>= the core lower bound), gap, solve time
-  SettleBound(*p, sol->sim.objective, t.info);
+  solve.method = a.method;
+  StatusOr<SolveResult> sol = Solve(*p, solve);
+  if (!sol.ok()) return Fail(sol.status());
+  if (!sol->has_schedule()) return FailNoSchedule(*sol);
+  const TimedSchedule t = ToTimed(*p, *sol);  // with termination, bound, gap, solve time
   const std::string text = ToJson(t);
   if (a.out.empty() || a.out == "-") {
     std::cout << text;
@@ -42,10 +41,12 @@ int Run(const Args& a) {
   for (const auto& [path, view] :
        {std::pair{a.svg, 0}, std::pair{a.trace, 1}, std::pair{a.csv, 2}}) {
     if (path.empty()) continue;
-    const std::string content = view == 0   ? GanttSvg(*p, t)
-                                : view == 1 ? ChromeTrace(*p, t)
-                                            : ToPytorchCsv(*p, sol->schedule);
-    if (Status st = WriteFile(path, content); !st.ok()) return Fail(st);
+    StatusOr<std::string> content = view == 0   ? GanttSvg(*p, t)
+                                    : view == 1 ? ChromeTrace(*p, t)
+                                                : ToPytorchCsv(*p, sol->schedule);
+    if (!content.ok())
+      return Fail(Status(content.status().code(), "--csv: " + content.status().message()));
+    if (Status st = WriteFile(path, *content); !st.ok()) return Fail(st);
   }
   if (!a.model.empty()) {
     StatusOr<MilpStats> st = WriteMilpModel(*p, sol->schedule, a.model);

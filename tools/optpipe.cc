@@ -14,6 +14,7 @@
 
 #include "core/checker.h"
 #include "core/text_format.h"
+#include "core/version.h"
 #include "tools/cli.h"
 
 namespace optpipe::cli {
@@ -133,9 +134,17 @@ int ExitFor(const Status& st) {
       return kNotApplicable;
     case StatusCode::kInternal:
       return kInvalid;
+    case StatusCode::kCancelled:
+      return kInterrupted;
     default:
       return kBadInput;
   }
+}
+
+int FailNoSchedule(const SolveResult& r) {
+  return Fail(Status(r.termination == Termination::kInfeasible ? StatusCode::kInfeasible
+                                                               : StatusCode::kNotApplicable,
+                     r.message));
 }
 
 int Fail(const Status& st) {
@@ -173,6 +182,7 @@ int main(int argc, char** argv) {
       "checking and writing a schedule are not interruptible: a few microseconds an op, so\n"
       "--time-limit bounds the searches, not these; a problem whose ops would not fit the\n"
       "memory is refused up front (--max-memory)."};
+  app.set_version_flag("--version", optpipe::Generator());
   app.require_subcommand(1);
   app.fallthrough();  // --max-memory after the subcommand's name too
   double max_memory_gib = 0;

@@ -1,4 +1,4 @@
-// Quality report for auto as the CLI runs it (tools/solve.h: the heuristics,
+// Quality report for auto as the CLI runs it (exact/solve.h: the heuristics,
 // and on a time grid the SAT probes below them): on memory-rich problems, auto vs the
 // lower bound and vs the best published schedule; under memory limits that
 // leave 60% and 30% of 1F1B's activation memory, auto vs the best schedule
@@ -17,9 +17,9 @@
 
 #include "core/device_search_bound.h"
 #include "core/lower_bound.h"
+#include "exact/solve.h"
 #include "heuristics/auto_method.h"
 #include "heuristics/method.h"
-#include "tools/solve.h"
 
 namespace optpipe {
 namespace {
@@ -78,10 +78,11 @@ Problem SlowLink(int D, int M, int v, double offload, double room) {
 
 // A method as `optpipe schedule` runs it (auto with its SAT polish on a time grid).
 double Run(const Problem& p, const std::string& m, double seconds) {
-  cli::SolveOptions o;
+  SolveOptions o;
+  o.method = m;
   o.time_limit_s = seconds;
-  StatusOr<Solution> s = cli::Solve(p, m, o);
-  return s.ok() ? s->sim.objective : -1;
+  StatusOr<SolveResult> s = Solve(p, o);
+  return s.ok() && s->has_schedule() ? s->objective : -1;
 }
 
 void Row(const char* what, double v, double ref) {

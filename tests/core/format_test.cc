@@ -16,9 +16,9 @@
 namespace optpipe {
 namespace {
 
-TEST(ProblemFormat, EveryBundledAndSharedCaseLoads) {
+TEST(ProblemFormat, EveryBundledAndBenchCaseLoads) {
   std::vector<std::string> dirs = {std::string(OPTPIPE_SOURCE_DIR) + "/tests/cases",
-                                   std::string(OPTPIPE_SOURCE_DIR) + "/../shared/cases"};
+                                   std::string(OPTPIPE_SOURCE_DIR) + "/tests/bench/problems"};
   int loaded = 0;
   for (const auto& dir : dirs) {
     if (!std::filesystem::exists(dir)) continue;
@@ -29,7 +29,7 @@ TEST(ProblemFormat, EveryBundledAndSharedCaseLoads) {
       ++loaded;
     }
   }
-  EXPECT_GE(loaded, 4);
+  EXPECT_GE(loaded, 40);  // 4 bundled cases, 36 bench problems
 }
 
 TEST(ProblemFormat, ExpandsScalarsDefaultsAndPlacements) {

@@ -52,6 +52,7 @@ TEST(ScheduleText, RoundTrips) {
   EXPECT_FALSE(ParseScheduleText(p, "l0: 0R1@-1\n").ok());
   EXPECT_FALSE(ParseScheduleText(p, "l0: 0R1@x\n").ok());
   EXPECT_FALSE(ParseScheduleText(p, "d0: 9F0@1\n").ok());
+  EXPECT_FALSE(ParseScheduleText(p, "d0: 1011111011F11\n").ok()) << "a stage beyond the problem";
   EXPECT_FALSE(ParseScheduleText(p, "d5: 0F0\n").ok());
   EXPECT_FALSE(ParseScheduleText(p, "d0: 0O0\n").ok());
   EXPECT_FALSE(ParseScheduleText(p, "x0: 0F0\n").ok());

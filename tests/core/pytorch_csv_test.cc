@@ -44,7 +44,7 @@ std::vector<std::vector<std::string>> Cells(const std::string& csv) {
 
 // Export then import gives back every device's compute order.
 void ExpectRoundTrip(const Problem& p, const Schedule& s, const std::string& letters) {
-  const std::string csv = ToPytorchCsv(p, s);
+  const std::string csv = *ToPytorchCsv(p, s);
   std::set<char> used;
   for (const auto& row : Cells(csv)) {
     for (const std::string& c : row) used.insert(*std::find_if(c.begin(), c.end(), ::isalpha));
@@ -69,8 +69,27 @@ TEST(PytorchCsv, RoundTrips1F1BZeroBubbleGPipeFusedAndInterleaved) {
   const Schedule s = Build(inter, "1f1b-i");
   ExpectRoundTrip(inter, s, "FIW");
   // Stage numbers are global: device 0 holds stages 0 and 4.
-  const std::string csv = ToPytorchCsv(inter, s);
+  const std::string csv = *ToPytorchCsv(inter, s);
   EXPECT_NE(csv.substr(0, csv.find('\n')).find("4F0"), std::string::npos);
+}
+
+// A schedule that offloads has no CSV: PyTorch has no O/R action, and the
+// orders without them would not fit the memory (llama-8dev-offload: 1F1B
+// needs more than its limit, so every fitting schedule offloads).
+TEST(PytorchCsv, RefusesASchedulesOffloadsRatherThanDropThem) {
+  const Problem p = Load("llama-8dev-offload");
+  const Schedule s = Build(p, "list");
+  int copies = 0;
+  for (const auto& lane : s.copy) copies += static_cast<int>(lane.size());
+  ASSERT_GT(copies, 0);
+  StatusOr<std::string> csv = ToPytorchCsv(p, s);
+  ASSERT_FALSE(csv.ok());
+  EXPECT_EQ(csv.status().code(), StatusCode::kNotApplicable);
+  EXPECT_NE(csv.status().message().find("offloads " + std::to_string(copies / 2) + " activations"),
+            std::string::npos)
+      << csv.status().message();
+  EXPECT_NE(csv.status().message().find(std::to_string(copies) + " O/R ops would be lost"),
+            std::string::npos);
 }
 
 // The rules of torch.distributed.pipelining.schedules._validate_schedule and
@@ -78,7 +97,7 @@ TEST(PytorchCsv, RoundTrips1F1BZeroBubbleGPipeFusedAndInterleaved) {
 // micro-batch F before I/B before W; per stage M F, I == W, B + I == M.
 TEST(PytorchCsv, ZeroBubbleCsvPassesPytorchsOwnRules) {
   const Problem p = Load("unit-4x8");
-  const std::string csv = ToPytorchCsv(p, Build(p, "zb-h1"));
+  const std::string csv = *ToPytorchCsv(p, Build(p, "zb-h1"));
   const auto rows = Cells(csv);
   ASSERT_EQ(rows.size(), 4u);  // pp_group_size
   const std::regex action(

@@ -69,7 +69,7 @@ TEST(ModelFile, ReadBackItsOptimumIsTheProblemsWithAndWithoutOffload) {
   StatusOr<Solution> s = RunMethod(off, "list");
   ASSERT_TRUE(s.ok());
   StatusOr<MilpStats> bad = WriteMilpModel(off, s->schedule, dir + "/no/such/dir/m.lp");
-  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().code(), StatusCode::kNotFound);
   EXPECT_NE(bad.status().message().find("no/such/dir"), std::string::npos);
 }
 

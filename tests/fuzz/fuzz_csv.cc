@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!s.ok()) continue;
     StatusOr<SimResult> r = Simulate(p, *s);
     ToText(p, *s);
-    if (r.ok()) ToPytorchCsv(p, *s);
+    if (r.ok()) ToPytorchCsv(p, *s);  // a Status where it offloads
   }
   return 0;
 }

@@ -1,5 +1,5 @@
 // The planner's readers: model configs, and layer profiles for a fixed model.
-#include "heuristics/planner/config.h"
+#include "core/planner/config.h"
 #include "tests/fuzz/fuzz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

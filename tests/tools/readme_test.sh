@@ -4,13 +4,13 @@
 # repository's tests/ (so `tests/cases/...` resolves) and keeps the files one
 # example writes for the next; each must exit as the README shows: 0, or N
 # where the line ends in `# exit N`. Every line of the README's C++ block must
-# appear in tests/heuristics/readme_example_test.cc, which runs that code.
+# appear in examples/solve.cc, which the tests build and run (example_solve).
 # Usage: readme_test.sh OPTPIPE SOURCE_DIR
 set -u
 # shellcheck source=expect.sh
 source "$(dirname "$0")/expect.sh" "$@"
 readme=$src/README.md
-example=$src/tests/heuristics/readme_example_test.cc
+example=$src/examples/solve.cc
 
 ln -s "$src/tests" "$tmp/tests"
 cd "$tmp" || exit 1

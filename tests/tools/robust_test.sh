@@ -89,5 +89,15 @@ want="/dev/full: cannot write" expect 2 "a full disk" -- "$bin" schedule "$unit"
 check "the next write replaces it whole" -- python3 -c "import json,sys; assert len(json.load(open(sys.argv[1]))['ops']) == 12000" "$tmp/keep.json"
 check "no temporary left behind" -- bash -c "! ls -A '$tmp' | grep -q tmp"
 
+# Nothing is dropped silently: PyTorch's CSV has no offload action, so a
+# schedule that offloads is refused with exit 3, saying what would be lost.
+want="O/R ops would be lost" expect 3 "--csv of an offloading schedule" -- \
+  "$bin" schedule "$cases/llama-8dev-offload.json" -m list -o "$tmp/l.json" --csv "$tmp/l.csv"
+check "no CSV written" -- test ! -e "$tmp/l.csv"
+want="O/R ops would be lost" expect 3 "draw .csv of an offloading schedule" -- \
+  "$bin" draw "$cases/llama-8dev-offload.json" "$tmp/l.json" -o "$tmp/l.csv"
+want="optpipe 0." expect 0 "--version" -- "$bin" --version
+check "files say what wrote them" -- grep -q '"generator": "optpipe 0\.' "$tmp/l.json"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -5,7 +5,7 @@
 #include <limits>
 #include <random>
 
-#include "heuristics/planner/partition.h"
+#include "core/planner/partition.h"
 
 namespace optpipe::planner {
 namespace {

@@ -48,7 +48,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "heuristics/planner/cost_model.h"
+#include "core/planner/cost_model.h"
 
 namespace optpipe::planner {
 

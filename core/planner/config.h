@@ -39,7 +39,7 @@
 #include <string>
 
 #include "core/status.h"
-#include "heuristics/planner/cost_model.h"
+#include "core/planner/cost_model.h"
 
 namespace optpipe::planner {
 

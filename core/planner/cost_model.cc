@@ -1,4 +1,4 @@
-#include "heuristics/planner/cost_model.h"
+#include "core/planner/cost_model.h"
 
 #include <algorithm>
 #include <cmath>

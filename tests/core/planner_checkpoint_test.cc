@@ -4,7 +4,7 @@
 #include <limits>
 #include <random>
 
-#include "heuristics/planner/checkpoint.h"
+#include "core/planner/checkpoint.h"
 
 namespace optpipe::planner {
 namespace {

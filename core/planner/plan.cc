@@ -1,4 +1,4 @@
-#include "heuristics/planner/plan.h"
+#include "core/planner/plan.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "heuristics/planner/partition.h"
+#include "core/planner/partition.h"
 
 namespace optpipe::planner {
 namespace {

@@ -1,4 +1,4 @@
-#include "heuristics/planner/checkpoint.h"
+#include "core/planner/checkpoint.h"
 
 #include <algorithm>
 #include <cmath>

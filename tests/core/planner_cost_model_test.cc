@@ -3,8 +3,8 @@
 #include <filesystem>
 
 #include "core/format.h"
-#include "heuristics/planner/config.h"
-#include "heuristics/planner/cost_model.h"
+#include "core/planner/config.h"
+#include "core/planner/cost_model.h"
 #include "tests/testing.h"
 
 namespace optpipe::planner {

@@ -26,7 +26,7 @@
 
 namespace optpipe::planner {
 
-// A transformer configuration (optpipe-model/1, see heuristics/planner/config.h).
+// A transformer configuration (optpipe-model/1, see core/planner/config.h).
 struct ModelConfig {
   std::string name;
   int layers = 0;                // L

@@ -1,4 +1,4 @@
-#include "heuristics/planner/partition.h"
+#include "core/planner/partition.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "heuristics/planner/config.h"
+#include "core/planner/config.h"
 
 #include <cmath>
 #include <filesystem>

@@ -1,11 +1,11 @@
-#include "heuristics/planner/plan.h"
+#include "core/planner/plan.h"
 
 #include <gtest/gtest.h>
 
 #include "core/checker.h"
 #include "core/format.h"
 #include "heuristics/method.h"
-#include "heuristics/planner/config.h"
+#include "core/planner/config.h"
 #include "tests/testing.h"
 
 namespace optpipe::planner {

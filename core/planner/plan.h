@@ -32,8 +32,8 @@
 
 #include "core/problem.h"
 #include "core/status.h"
-#include "heuristics/planner/checkpoint.h"
-#include "heuristics/planner/cost_model.h"
+#include "core/planner/checkpoint.h"
+#include "core/planner/cost_model.h"
 
 namespace optpipe::planner {
 

@@ -1,9 +1,10 @@
-#include "tools/solve.h"
+#include "exact/solve.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -11,12 +12,20 @@
 #include "core/lower_bound.h"
 #include "core/text_format.h"
 #include "exact/milp.h"
+#include "exact/model.h"
 #include "exact/order_search.h"
 #include "exact/sat_search.h"
 #include "heuristics/auto_method.h"
 
-namespace optpipe::cli {
+namespace optpipe {
 namespace {
+
+// A solution and what the method knows about it: termination, bound, gap and
+// time (SolveInfo; the bound is at least core's ComputeLowerBound).
+struct Solved {
+  Solution solution;
+  SolveInfo info;
+};
 
 constexpr const char* kMilpSummary =
     "exact: SAT probes on the time grid (CaDiCaL) where durations share a grain (on a fine "
@@ -79,14 +88,10 @@ void KeepReplay(const Problem& p, const Schedule& s, const SimResult& run,
 // probes below their schedule the rest, its
 // neighbourhoods where the whole problem is too hard (exact/sat_search.h): an
 // exact solver as a large neighbourhood search, which proves nothing here
-// but finds what moves of single ops do not (unit costs, 8x16, a slow link
-// and room for 3 activations: 62 -> 61 at --time-limit 1). On a fine grid
+// but finds what moves of single ops do not (docs/exact.md). On a fine grid
 // (kFineSteps), where a probe rarely decides, or on none (measured times),
 // the polish runs on the problem coarsened (Coarsened), from the schedule's
-// orders there, and its schedules are replayed; it proves nothing there. At
-// --time-limit 10: r48-0s 37.52 -> 37.25, r48-1f 43.06 -> 42.94, where the
-// probes on the fine grid found little; hetoff-4s with its times moved off
-// any grain by up to 0.004, where no probe applied, 36.87-37.03 -> 36.60-36.75.
+// orders there, and its schedules are replayed; it proves nothing there.
 StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
                              const std::function<void(const std::string&)>& log,
                              SatSession* polish = nullptr, double* proven = nullptr) {
@@ -171,15 +176,12 @@ StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
   sat.stop = search.stop;
   sat.hint = &from;
   // One solver, the one the hint guides: two would race for the first
-  // probe, but take twice the memory and, freed, their time (fz8x16v2-L5 at
-  // --time-limit 3: 1.4 GB and 0.5 s after the polish; unit 8x16 room 3
-  // finds 61 at --time-limit 1 either way).
+  // probe, but take twice the memory and, freed, their time.
   sat.solvers = 1;
   sat.session = coarse ? &coarse_session : polish;
   sat.neighbourhood_share = 0.5;
   // On the coarse problem every schedule found is replayed, the best kept:
-  // one that ends earlier there need not here (r48-0s at --time-limit 10:
-  // 39.4 there replays to 37.42, the next, 39.3, to 37.69).
+  // one that ends earlier there need not here.
   std::optional<Solution> found;  // the best schedule of p the polish found
   int replays = 0;
   if (coarse) {
@@ -218,9 +220,8 @@ StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
 // time limit (cut short, it still bounds). For milp its node budget grows
 // with that time too, about a million nodes a second shared by the devices
 // (a search halves its budget probe by probe, so the nodes, not the clock,
-// should end it): fz8x16v1-L2 at --time-limit 300, 74 -> 76; each pair of
-// devices may take the whole of it (they run most promising first, in the
-// time the devices left): r48-6s at --time-limit 60, 49.82 -> 51.17.
+// should end it); each pair of devices may take the whole of it (they run
+// most promising first, in the time the devices left).
 DeviceSearchOptions CoreSearch(const Problem& p, const SolveOptions& opt, bool for_milp) {
   DeviceSearchOptions search;
   search.time_limit_s = 0.1 * opt.time_limit_s;
@@ -238,9 +239,9 @@ DeviceSearchOptions CoreSearch(const Problem& p, const SolveOptions& opt, bool f
 // The pairs of devices `devices` cut short, again from what they proved,
 // aiming no higher than `upper` (a schedule's objective: see
 // DeviceSearchOptions::upper), with milp's nodes in a twentieth of the time
-// limit: r48-6s at --time-limit 60, 51.19 -> 51.64 in 1.9M nodes, its
-// schedule proven optimal (where they prove nothing more it is lost to the
-// probes: fz4x8v2-L3, 9M nodes for nothing in a tenth). The new result
+// limit: enough for a pair whose least makespan is the schedule's to prove
+// it optimal (where they prove nothing more, that time is lost to the
+// probes). The new result
 // replaces `devices`; its bound is returned, 0 where no pair was cut short or
 // the problem is large (SatSearchIsLarge), whose pairs stay far below its
 // schedules.
@@ -268,6 +269,8 @@ SearchOptions Heuristic(const SolveOptions& opt) {
   o.seed = opt.seed;
   o.max_evaluations = opt.evaluations;
   o.stop = opt.stop;
+  o.warm_start = opt.warm_start;
+  o.on_improvement = opt.on_improvement;
   return o;
 }
 
@@ -320,15 +323,19 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
   const auto t0 = std::chrono::steady_clock::now();
   const bool large = SatSearchIsLarge(p);
   // The core bound first, aiming no higher than the list scheduler's
-  // schedule (which a pair of devices may prove optimal at once: hetoff-0s),
-  // then auto for a fiftieth of the budget, stopping where it meets that
-  // bound: where the bound is the optimum auto often finds it at once
-  // (hetoff-3f, hetoff-5f, r48-5f: proven in under a second, where the quick
-  // pass below had taken its 6 s of --time-limit 60 first).
+  // schedule (which a pair of devices may prove optimal at once), then auto
+  // for a fiftieth of the budget, stopping where it meets that bound: where
+  // the bound is the optimum auto often finds it at once, long before the
+  // quick pass below would.
   std::optional<Solution> heuristic;  // the best heuristic schedule so far
   if (StatusOr<Solution> list = RunMethod(p, "list"); list.ok()) {
     heuristic = std::move(*list);
     if (found) found(*heuristic);
+  }
+  if (opt.warm_start) {
+    StatusOr<Solution> warm = Certify(p, *opt.warm_start, "warm start");
+    if (!warm.ok()) return InvalidArgument("warm_start: " + warm.status().message());
+    if (!heuristic || warm->sim.objective < heuristic->sim.objective) heuristic = std::move(*warm);
   }
   DeviceSearchOptions core = CoreSearch(p, opt, /*for_milp=*/true);
   if (heuristic) core.upper = heuristic->sim.objective;
@@ -354,11 +361,8 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
   if (!opt.evaluations && !proven()) run_auto(opt.time_limit_s / 50);
   // The pairs of devices cut short search again below a better schedule, on
   // a fine grid (kFineSteps) at once: there the quick pass's probes rarely
-  // decide (r48-6s: auto's 51.64 proven in 8 s, where it had waited 26 s for
-  // the main auto's), elsewhere they often do, in less time (u48-r3-o2 in
-  // 1.8 s, 5 s after the pairs). Once a resume raises nothing, the next is
-  // skipped: below auto's better schedule it raised nothing either on
-  // r48-0s, r48-1f and hetoff-4s (3 s each at --time-limit 60).
+  // decide, elsewhere they often do, in less time. Once a resume raises
+  // nothing, the next is skipped.
   double aimed = core.upper;  // the objective the pairs last aimed at
   bool pairs_raise = true;    // the last resume raised the bound
   const auto pairs_below = [&](double objective) {
@@ -373,18 +377,13 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
     return heuristic && grain > 0 && heuristic->sim.objective - core_bound > kFineSteps * grain;
   };
   if (fine()) pairs_below(heuristic->sim.objective);
-  // On a fine grid the SAT probes rarely decide (r48-1f: 4,300 columns, 8.5M
-  // clauses, every probe below the best cut short), while on a grid of a few
+  // On a fine grid the SAT probes rarely decide, while on a grid of a few
   // hundred columns they do: the problem with its times rounded up to a
-  // coarser grain (0.1 on the 4x8 problems) is solved by milp for a quarter
-  // of the time and its schedule replayed, which ends no later than there
-  // and often far earlier (hetoff-4s: 37.7 there, 36.21 replayed; the whole
-  // at --time-limit 60: 36.11 where it had ended at 36.86-36.90, r48-1f
-  // 42.09-42.58 where 42.97, 42.09 proven optimal in one run of three).
-  // Likewise where the times share no grain at all (measured ones), where no
-  // probe applies: r48-1f with its times moved by up to 0.004, 43.08 -> 42.28.
-  // Not where the order search applies (no offload), which needs no grid:
-  // hetmem8x16-1f proven in 0.43 s, 0.53 s with a coarse pass first.
+  // coarser grain is solved by milp for a quarter of the time and its
+  // schedule replayed, which ends no later than there and often far earlier
+  // (docs/exact.md). Likewise where the times share no grain at all
+  // (measured ones), where no probe applies. Not where the order search
+  // applies (no offload), which needs no grid.
   if (coarse && !OrderSearchApplies(p) && (fine() || (heuristic && grain == 0 && !proven()))) {
     std::optional<Solution> c = SolveCoarse(p, opt, heuristic->sim.objective, opt.time_limit_s / 4);
     if (c && c->sim.objective < heuristic->sim.objective) {
@@ -394,12 +393,11 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
   }
   // The order search (without offload) and the SAT probes (on a time grid)
   // often prove a quick schedule optimal at once: a tenth of the budget from
-  // the best so far (fz4x8v2-L3 proven in 3 s, not after auto's warm start
-  // in 17 s). When they do not, what they proved and found carries on. Not
-  // where only the SAT probes apply and the problem is large
+  // the best so far. When they do not, what they proved and found carries
+  // on. Not where only the SAT probes apply and the problem is large
   // (SatSearchIsLarge): there they prove nothing in a tenth of the budget,
-  // and their schedule was worse than auto's on every 8x16 problem of the
-  // benchmark set (fz8x16v2-L3: 139-141 against 131).
+  // and their schedule was worse than auto's on the 8x16 problems of the
+  // benchmark set.
   std::optional<MilpResult> quick;
   SatSession sat;  // the SAT probes' solvers, encoded once for both passes
   if (heuristic && !proven() && (OrderSearchApplies(p) || (SatSearchApplies(p) && !large))) {
@@ -422,13 +420,10 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
   }
   // Warm start: auto with a fifth of the budget (or the quick pass's schedule,
   // if better), stopping where it meets the core bound. On a large problem a
-  // tenth: its local search improved none of the 8x16 problems of the
-  // benchmark set in 30 s, and its list tuning found the same schedules in
-  // 15 s as in 30 (fz8x16v2-L2, -L3, -L5: 144, 131, 126), so the time goes to
-  // the SAT neighbourhoods, which found better ones. Not where the quick
+  // tenth: its local search and list tuning find little more with more time
+  // there, so the time goes to the SAT neighbourhoods. Not where the quick
   // pass left a few grains open (kFineSteps): there the probes decide in
-  // time, where auto's local search finds little (r48-7f, 40.99 against
-  // 40.96: 12 s for nothing, then the probes found 40.98, 40.97, 40.96).
+  // time, where auto's local search finds little.
   const bool few_grains =
       quick && !large && grain > 0 && quick->objective - core_bound <= kFineSteps * grain;
   if (!proven() && !few_grains) run_auto(opt.time_limit_s / (large ? 10 : 5));
@@ -460,14 +455,20 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
   return FromMilp(*r, t0);
 }
 
-}  // namespace
-
-StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
-                               const SolveOptions& opt) {
-  if (method == "milp") return SolveWithMilp(p, opt);
-  if (!FindMethod(method)) {
-    return InvalidArgument("--method: unknown method '" + method +
-                           "'; `optpipe methods` lists them");
+// One method by name, its bound and what it knows of how it ended.
+StatusOr<Solved> SolveMethod(const Problem& p, const std::string& method, const SolveOptions& opt) {
+  if (method == "milp") {
+    // Improvements as milp's steps find them, each announced only where it
+    // beats every one before.
+    double best = std::numeric_limits<double>::infinity();
+    const Found announce = [&](const Solution& s) {
+      if (!opt.on_improvement || s.sim.objective >= best) return;
+      best = s.sim.objective;
+      opt.on_improvement(s.schedule, s.sim);
+    };
+    SolveOptions quiet = opt;
+    quiet.on_improvement = nullptr;
+    return SolveWithMilp(p, quiet, /*coarse=*/true, announce);
   }
   const auto t0 = std::chrono::steady_clock::now();
   // The bound `bound` and `bench` report, the device search and the order
@@ -511,6 +512,176 @@ StatusOr<Solved> SolveDetailed(const Problem& p, const std::string& method,
   return out;
 }
 
+Termination FromMilp(const std::string& t) {
+  if (t == "optimal") return Termination::kOptimal;
+  if (t == "interrupted") return Termination::kInterrupted;
+  if (t == "infeasible") return Termination::kInfeasible;
+  return Termination::kTimeLimit;
+}
+
+}  // namespace
+
+const char* ToString(Termination t) {
+  switch (t) {
+    case Termination::kOptimal:
+      return "optimal";
+    case Termination::kFeasible:
+      return "feasible";
+    case Termination::kTimeLimit:
+      return "time_limit";
+    case Termination::kWorkLimit:
+      return "work_limit";
+    case Termination::kInterrupted:
+      return "interrupted";
+    case Termination::kInfeasible:
+      return "infeasible";
+    case Termination::kNotApplicable:
+      return "not_applicable";
+  }
+  return "unknown";
+}
+
+StatusOr<SolveResult> Solve(const Problem& p, const SolveOptions& opt) {
+  const MethodInfo* info = FindMethod(opt.method);
+  if (!info && opt.method != "milp") {
+    return InvalidArgument("method: unknown method '" + opt.method +
+                           "'; `optpipe methods` lists them");
+  }
+  if (Status st = Validate(p); !st.ok()) return st;
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool stopped_early = opt.stop && opt.stop->load();
+  StatusOr<Solved> solved = SolveMethod(p, opt.method, opt);
+  SolveResult r;
+  r.stats.wall_s = Since(t0);
+  if (!solved.ok()) {
+    const StatusCode code = solved.status().code();
+    if (opt.stop && opt.stop->load() && (stopped_early || code != StatusCode::kInvalidArgument)) {
+      return Cancelled(solved.status().message());
+    }
+    if (code != StatusCode::kInfeasible && code != StatusCode::kNotApplicable) {
+      return solved.status();
+    }
+    r.termination =
+        code == StatusCode::kInfeasible ? Termination::kInfeasible : Termination::kNotApplicable;
+    r.message = solved.status().message();
+    return r;
+  }
+  Solution& sol = solved->solution;
+  SettleBound(p, sol.sim.objective, solved->info);
+  r.objective = sol.sim.objective;
+  r.bound = *solved->info.bound;
+  r.gap = *solved->info.gap;
+  r.stats.found_by = sol.schedule.method;
+  if (opt.method == "milp") {
+    r.termination = FromMilp(solved->info.termination.value_or("time_limit"));
+  } else if (opt.stop && opt.stop->load()) {
+    r.termination = Termination::kInterrupted;
+  } else if (r.gap <= 0) {
+    r.termination = Termination::kOptimal;
+  } else if (info->search) {
+    r.termination = opt.evaluations ? Termination::kWorkLimit : Termination::kTimeLimit;
+  } else {
+    r.termination = Termination::kFeasible;
+  }
+  r.schedule = std::move(sol.schedule);
+  r.sim = std::move(sol.sim);
+  return r;
+}
+
+TimedSchedule ToTimed(const Problem& p, const SolveResult& r) {
+  TimedSchedule t = ToTimed(p, r.schedule, r.sim);
+  t.info.termination = ToString(r.termination);
+  t.info.bound = r.bound;
+  t.info.gap = r.gap;
+  t.info.solve_seconds = r.stats.wall_s;
+  return t;
+}
+
+StatusOr<BoundResult> ProveBound(const Problem& p, const BoundOptions& opt) {
+  if (Status st = Validate(p); !st.ok()) return st;
+  const auto log = [&](const std::string& line) {
+    if (opt.log) opt.log(line);
+  };
+  // The schedule given, simulated: its objective is an upper end.
+  std::optional<SimResult> given;
+  if (opt.schedule) {
+    StatusOr<SimResult> sim = Simulate(p, *opt.schedule);
+    if (!sim.ok())
+      return InvalidArgument("schedule: not one of this problem: " + sim.status().message());
+    given = std::move(*sim);
+  }
+  BoundResult r;
+  r.core = ComputeLowerBound(p);
+  DeviceSearchOptions so;
+  so.time_limit_s = opt.search_seconds;
+  so.stop = opt.stop;
+  // kSearchNodesPerSecond, as milp gives it (at least the defaults): the
+  // clock, not the nodes, ends a search given more time.
+  so.max_nodes_per_device =
+      std::max(so.max_nodes_per_device,
+               static_cast<std::int64_t>(kSearchNodesPerSecond * opt.search_seconds / p.devices));
+  so.max_nodes_per_pair = std::max(
+      so.max_nodes_per_pair, static_cast<std::int64_t>(kSearchNodesPerSecond * opt.search_seconds));
+  // Every search aims at the schedule given, or else the list scheduler's.
+  std::optional<Solution> list;
+  if (!given) {
+    if (StatusOr<Solution> l = RunMethod(p, "list"); l.ok()) list = std::move(*l);
+  }
+  const SimResult* hint = given ? &*given : list ? &list->sim : nullptr;
+  if (hint) so.upper = hint->objective;
+  r.device_search = ComputeDeviceSearchBound(p, so);
+  const DeviceSearchBound& search = r.device_search;
+  r.bound = AtGrain(p, std::max(r.core.value, search.value));
+  if (search.nodes > 0) {  // it ran (memory limit, makespan)
+    std::string source;    // a link budget or a pair above every device alone
+    double from = *std::max_element(search.device_value.begin(), search.device_value.end());
+    for (std::size_t l = 0; l < search.link_value.size(); ++l) {
+      if (search.link_value[l] > from && search.link_value[l] >= search.value) {
+        source = ", from the round trips on host link " + std::to_string(l);
+        from = search.link_value[l];
+      }
+    }
+    for (const DevicePairValue& q : search.pair_value) {
+      if (q.value > from && q.value >= search.value) {
+        source = ", from devices " + std::to_string(q.devices[0]) + " and " +
+                 std::to_string(q.devices[1]) + " together";
+        from = q.value;
+      }
+    }
+    log("device search bound " + Describe(search, source));
+  }
+  const bool ordered = OrderSearchApplies(p);
+  if ((ordered || SatSearchApplies(p)) && !(given && r.bound >= given->objective)) {
+    const double above = hint ? hint->objective : milp::SerialHorizon(p);
+    log(std::string(ordered ? "order search" : "SAT probes") + " below " + FormatNumber(above) +
+        (given  ? " (the schedule given)"
+         : list ? " (the list scheduler's schedule)"
+                : " (all ops in series)"));
+    if (ordered) {
+      OrderSearchOptions os;
+      os.time_limit_s = opt.search_seconds;
+      os.stop = opt.stop;
+      os.log = opt.log;
+      r.order = SearchOrders(p, r.bound, above, os);
+      r.bound = std::max(r.bound, r.order->bound);
+    } else {
+      SatSearchOptions ss;
+      ss.time_limit_s = opt.search_seconds;
+      ss.stop = opt.stop;
+      ss.log = opt.log;
+      ss.hint = hint;
+      r.sat = SearchTimeIndexed(p, r.bound, above, ss);
+      r.bound = std::max(r.bound, r.sat->bound);
+    }
+  }
+  if (given) {
+    r.bound = std::min(r.bound, given->objective);  // above it only by rounding
+    r.schedule_objective = given->objective;
+    r.schedule_gap = given->objective > 0 ? (given->objective - r.bound) / given->objective : 0.0;
+  }
+  return r;
+}
+
 void SettleBound(const Problem& p, double objective, SolveInfo& info) {
   const double bound =
       std::min(std::max(info.bound.value_or(0.0), ComputeLowerBound(p).value), objective);
@@ -520,12 +691,6 @@ void SettleBound(const Problem& p, double objective, SolveInfo& info) {
 
 DeviceSearchOptions CoreSearchOptions(const Problem& p, const SolveOptions& opt) {
   return CoreSearch(p, opt, /*for_milp=*/false);
-}
-
-StatusOr<Solution> Solve(const Problem& p, const std::string& method, const SolveOptions& opt) {
-  StatusOr<Solved> s = SolveDetailed(p, method, opt);
-  if (!s.ok()) return s.status();
-  return std::move(s->solution);
 }
 
 std::vector<MethodLine> ListMethods(const Problem* p) {
@@ -538,4 +703,4 @@ std::vector<MethodLine> ListMethods(const Problem* p) {
   return out;
 }
 
-}  // namespace optpipe::cli
+}  // namespace optpipe
