@@ -33,6 +33,8 @@ double Makespan(const Problem& p, const std::string& text) {
 // Under random tight limits, with and without offload, split and fused, one
 // link per device and one shared: the search bound never exceeds the
 // brute-force optimum, and it is above the core bound on a good share of them.
+// (A shared link with a split backward twice only: its brute force takes
+// seconds.)
 TEST(DeviceSearchBound, NeverAboveTheBruteForceOptimum) {
   std::mt19937 rng(23);
   int above_core = 0, tight = 0, tried = 0;
@@ -42,7 +44,7 @@ TEST(DeviceSearchBound, NeverAboveTheBruteForceOptimum) {
     const int devices = trial % 8 == 6 ? 3 : 2;
     const int m = offload || devices == 3 || split ? 2 : 3;
     Problem p = testing::RandomProblem(rng, devices, m, 1, split, offload);
-    if (trial % 4 == 3 && devices == 2) p.host_links = {{0, 1}};
+    if (trial % 4 == 3 && devices == 2 && (!split || trial % 16 == 7)) p.host_links = {{0, 1}};
     p.memory_limit = p.static_memory;
     for (int d = 0; d < devices; ++d)  // rooms for 1 to 1.75 activations
       (*p.memory_limit)[d] += p.activation[d] * (1.0 + 0.25 * ((trial / 2) % 4));
@@ -222,8 +224,8 @@ TEST(DeviceSearchBound, ASharedLinkCarriesEveryDevicesRoundTrips) {
     p.memory_limit = p.static_memory;
     for (int d = 0; d < p.devices; ++d) (*p.memory_limit)[d] += p.activation[d] * room(rng);
   };
-  for (int trial = 0; trial < 6; ++trial) {
-    Problem p = testing::RandomProblem(rng, 2, 2, 1, trial % 2 == 0, true);
+  for (int trial = 0; trial < 6; ++trial) {  // split twice: that brute force takes seconds
+    Problem p = testing::RandomProblem(rng, 2, 2, 1, trial % 3 == 0, true);
     p.host_links = {{0, 1}};
     tighten(p, 1.0, 1.5);
     const double opt = testing::BruteForceOptimum(p, true);
