@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "core/checker.h"
-#include "core/device_search_bound.h"
 #include "core/lower_bound.h"
 #include "core/text_format.h"
+#include "exact/device_search_bound.h"
 #include "exact/lp_solve_backend.h"
 #include "exact/model.h"
 #include "exact/order_search.h"

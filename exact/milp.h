@@ -66,7 +66,7 @@ struct MilpOptions {
   // order, whose optimum and bounds hold for the problem.
   bool fix_microbatch_order = true;
   // Node budget per device, and per pair of devices searched together, of
-  // DeviceSearchBound (core/device_search_bound.h), whose bound joins ComputeLowerBound's:
+  // DeviceSearchBound (exact/device_search_bound.h), whose bound joins ComputeLowerBound's:
   // reported, and a cut on the objective. It gets at most a quarter of time_limit_s; 0: not run.
   // It aims no higher than the warm start (DeviceSearchOptions::upper).
   std::int64_t device_search_nodes = 1'000'000;

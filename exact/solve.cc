@@ -8,9 +8,9 @@
 #include <optional>
 #include <sstream>
 
-#include "core/device_search_bound.h"
 #include "core/lower_bound.h"
 #include "core/text_format.h"
+#include "exact/device_search_bound.h"
 #include "exact/milp.h"
 #include "exact/model.h"
 #include "exact/order_search.h"

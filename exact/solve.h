@@ -25,12 +25,12 @@
 #include <string>
 #include <vector>
 
-#include "core/device_search_bound.h"
 #include "core/lower_bound.h"
 #include "core/problem.h"
 #include "core/schedule.h"
 #include "core/simulator.h"
 #include "core/status.h"
+#include "exact/device_search_bound.h"
 #include "exact/order_search.h"
 #include "exact/sat_search.h"
 

@@ -14,9 +14,9 @@
 #include <sstream>
 
 #include "core/checker.h"
-#include "core/device_search_bound.h"
 #include "core/format.h"
 #include "core/text_format.h"
+#include "exact/device_search_bound.h"
 #include "tools/bench_report.h"
 #include "tools/cli.h"
 

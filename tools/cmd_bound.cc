@@ -56,7 +56,7 @@ Command AddBound(CLI::App& app) {
       "objective (makespan; memory amounts on a grain too). With --schedule S every search aims\n"
       "at S's objective instead, and a bound that reaches it proves S optimal (pairs of devices\n"
       "whose least makespan is S's prove it in one probe). See core/lower_bound.h,\n"
-      "core/device_search_bound.h, exact/order_search.h and exact/sat_search.h for the proofs.\n"
+      "exact/device_search_bound.h, exact/order_search.h and exact/sat_search.h for the proofs.\n"
       "Example: optpipe bound tests/bench/problems/r48-6s.json --schedule s.json \\\n"
       "           --search-seconds 10");
   return {

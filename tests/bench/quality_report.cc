@@ -15,8 +15,8 @@
 #include <string>
 #include <tuple>
 
-#include "core/device_search_bound.h"
 #include "core/lower_bound.h"
+#include "exact/device_search_bound.h"
 #include "exact/solve.h"
 #include "heuristics/auto_method.h"
 #include "heuristics/method.h"

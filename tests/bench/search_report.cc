@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "core/device_search_bound.h"
 #include "core/format.h"
 #include "core/text_format.h"
+#include "exact/device_search_bound.h"
 #include "heuristics/list_scheduler.h"
 #include "heuristics/local_search.h"
 

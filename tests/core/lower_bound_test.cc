@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "core/dag.h"
-#include "core/device_search_bound.h"
 #include "core/simulator.h"
+#include "exact/device_search_bound.h"
 #include "heuristics/method.h"
 #include "tests/testing.h"
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/checker.h"
-#include "core/device_search_bound.h"
+#include "exact/device_search_bound.h"
 #include "exact/milp.h"
 #include "exact/sat_search.h"
 #include "heuristics/method.h"

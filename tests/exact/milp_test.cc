@@ -10,10 +10,10 @@
 #include <random>
 
 #include "core/checker.h"
-#include "core/device_search_bound.h"
 #include "core/format.h"
 #include "core/lower_bound.h"
 #include "core/simulator.h"
+#include "exact/device_search_bound.h"
 #include "exact/lp_solve_backend.h"
 #include "exact/model.h"
 #include "heuristics/method.h"

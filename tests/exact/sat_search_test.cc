@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "core/checker.h"
-#include "core/device_search_bound.h"
 #include "core/lower_bound.h"
 #include "core/simulator.h"
+#include "exact/device_search_bound.h"
 #include "exact/sat_encoding.h"
 #include "heuristics/method.h"
 #include "tests/testing.h"
@@ -156,8 +156,7 @@ TEST(SatSearch, ASessionCarriesItsEncodingToTheNextCall) {
     if (!c.offload) continue;
     SatSearchOptions fresh;
     fresh.time_limit_s = 20;
-    const SatSearchResult alone =
-        SearchTimeIndexed(c.p, 0, Seed(c.p, "list").sim.objective, fresh);
+    const SatSearchResult alone = SearchTimeIndexed(c.p, 0, Seed(c.p, "list").sim.objective, fresh);
     ASSERT_TRUE(alone.optimal) << c.name;
     const double optimum = alone.best;
     SatSession session;
@@ -372,7 +371,7 @@ void ExpectNeighbourhoodsImproveTheList(const Problem& p, const SatSearchOptions
                                         const std::string& label) {
   const Solution list = Seed(p, "list");
   ASSERT_DOUBLE_EQ(list.sim.objective, 48);
-  std::vector<double> reported;  // on_schedule: each better than the one before
+  std::vector<double> reported;   // on_schedule: each better than the one before
   std::atomic<bool> stop{false};  // after two: the rest of the time adds nothing here
   SatSearchOptions with_report = opt;
   with_report.stop = &stop;

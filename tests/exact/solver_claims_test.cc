@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "core/checker.h"
-#include "core/device_search_bound.h"
 #include "core/format.h"
 #include "core/lower_bound.h"
+#include "exact/device_search_bound.h"
 #include "exact/milp.h"
 #include "exact/order_search.h"
 #include "exact/solve.h"
@@ -26,8 +26,8 @@ namespace {
 constexpr double kTol = 1e-9;
 
 Problem Bench(const std::string& name) {
-  StatusOr<Problem> p = LoadProblem(std::string(OPTPIPE_SOURCE_DIR) + "/tests/bench/problems/" +
-                                    name + ".json");
+  StatusOr<Problem> p =
+      LoadProblem(std::string(OPTPIPE_SOURCE_DIR) + "/tests/bench/problems/" + name + ".json");
   EXPECT_TRUE(p.ok()) << name << ": " << p.status().message();
   return p.ok() ? *p : Problem{};
 }
@@ -210,9 +210,9 @@ TEST(SolverClaims, AutoWithoutAGrainSaysWhyThereIsNoPolish) {
   SolveOptions opt;
   opt.time_limit_s = 2;
   const Logged t = SolveLogged(p, "auto", opt);
-  EXPECT_NE(Joined(t.log).find(
-                "auto: no SAT polish: neither its schedule nor the list scheduler's fits"),
-            std::string::npos)
+  EXPECT_NE(
+      Joined(t.log).find("auto: no SAT polish: neither its schedule nor the list scheduler's fits"),
+      std::string::npos)
       << Joined(t.log);
   ExpectValid(p, t.r, "auto");
 }

@@ -5,9 +5,9 @@
 #include <random>
 
 #include "core/checker.h"
-#include "core/device_search_bound.h"
 #include "core/lower_bound.h"
 #include "core/simulator.h"
+#include "exact/device_search_bound.h"
 #include "heuristics/auto_method.h"
 #include "heuristics/list_scheduler.h"
 #include "tests/testing.h"

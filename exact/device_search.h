@@ -1,4 +1,4 @@
-// The device search of DeviceSearchBound (core/device_search_bound.h): one
+// The device search of DeviceSearchBound (exact/device_search_bound.h): one
 // device, or a pair, with the rest of the pipeline as release times and
 // tails, and the branch and bound that finds the relaxation's least
 // makespan. See that header and docs/exact.md for what the relaxation keeps
@@ -17,7 +17,7 @@ namespace optpipe::device_search {
 constexpr int kMaxMicrobatches = 24;  // the search's keys hold one bit per forward
 
 // One stage of the device, with the rest of the pipeline as release times
-// and tails (see core/device_search_bound.h).
+// and tails (see exact/device_search_bound.h).
 struct Lane {
   double f = 0, b = 0, w = 0;  // b: B's duration (b + w when fused); w: 0 when fused
   double gap = 0;              // least time from F(s,m)'s end to B(s,m)'s start

@@ -1,4 +1,4 @@
-#include "core/device_search_bound.h"
+#include "exact/device_search_bound.h"
 
 #include <algorithm>
 #include <array>
@@ -6,9 +6,9 @@
 #include <cmath>
 #include <limits>
 
-#include "core/device_search.h"
 #include "core/lower_bound.h"
 #include "core/text_format.h"
+#include "exact/device_search.h"
 
 namespace optpipe {
 namespace {

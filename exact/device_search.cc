@@ -1,4 +1,4 @@
-#include "core/device_search.h"
+#include "exact/device_search.h"
 
 #include <algorithm>
 #include <cmath>

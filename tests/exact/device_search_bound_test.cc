@@ -1,4 +1,4 @@
-#include "core/device_search_bound.h"
+#include "exact/device_search_bound.h"
 
 #include <gtest/gtest.h>
 
