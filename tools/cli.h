@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,13 @@ StatusOr<Problem> LoadProblemFor(const std::string& path);
 StatusOr<TimedSchedule> LoadScheduleFor(const std::string& path);
 // The same check for a problem built another way (plan).
 Status CheckFitsMemory(const Problem& p);
+
+// Progress and summaries on stderr, silenced by --quiet (errors and
+// warnings are not): Progress() is std::cerr or a stream that drops all,
+// ProgressLog() a log sink for SolveOptions::log and BoundOptions::log.
+void SetQuiet(bool quiet);
+std::ostream& Progress();
+std::function<void(const std::string&)> ProgressLog();
 
 // For commands that picture a timed schedule as recorded (draw, show): a
 // warning on stderr when it breaks a rule of `p` (see `optpipe validate`),

@@ -85,7 +85,7 @@ int Run(const Args& a) {
     double bound = BestLowerBound(problem, devices);
     for (const std::string& m : methods) {
       if (Interrupted()) break;
-      std::cerr
+      Progress()
           << "optpipe: bench [problem " << k + 1 << " of " << problems.size() << ", "
           << FormatFixed(
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
@@ -97,8 +97,7 @@ int Run(const Args& a) {
       row.method = m;
       SolveOptions opt = base;
       opt.devices = &devices;
-      if (a.verbose)
-        opt.log = [](const std::string& line) { std::cerr << "optpipe: " << line << "\n"; };
+      if (a.verbose) opt.log = ProgressLog();
       const auto t0 = std::chrono::steady_clock::now();
       opt.method = m;
       StatusOr<SolveResult> s = Solve(problem, opt);
@@ -152,7 +151,7 @@ int Run(const Args& a) {
     if (Status st = WriteFile(md, BenchReportMarkdown(rows, "report.svg")); !st.ok())
       return Fail(st);
     if (Status st = WriteFile(svg, BenchReportSvg(rows)); !st.ok()) return Fail(st);
-    std::cerr << "optpipe: wrote " << md << " and " << svg << "\n";
+    Progress() << "optpipe: wrote " << md << " and " << svg << "\n";
   }
   return invalid ? kInvalid : Interrupted() ? kInterrupted : kOk;
 }

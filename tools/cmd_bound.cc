@@ -81,7 +81,7 @@ Command AddBound(CLI::App& app) {
         bo.search_seconds = args->search_seconds;
         bo.schedule = given ? &*given : nullptr;
         bo.stop = InterruptFlag();
-        bo.log = [](const std::string& line) { std::cerr << "optpipe: " << line << "\n"; };
+        bo.log = ProgressLog();
         StatusOr<BoundResult> proved = ProveBound(*p, bo);
         if (!proved.ok()) return Fail(proved.status());
         const BoundResult& r = *proved;

@@ -46,7 +46,7 @@ int Run(const Args& a) {
     content = GanttSvg(*p, *t, opt);
   }
   if (Status st = WriteFile(a.out, content); !st.ok()) return Fail(st);
-  std::cerr << "optpipe: wrote " << a.out << "\n";
+  Progress() << "optpipe: wrote " << a.out << "\n";
   return kOk;
 }
 

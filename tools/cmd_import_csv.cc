@@ -41,9 +41,9 @@ int Run(const Args& a) {
   } else if (Status st = WriteFile(a.out, json); !st.ok()) {
     return Fail(st);
   }
-  std::cerr << "optpipe: " << a.csv << ": makespan " << r->makespan << ", device_span "
-            << r->device_span << ", bubble " << 100 * r->bubble_ratio << "%, peak memory "
-            << nlohmann::json(r->peak_memory).dump() << "\n";
+  Progress() << "optpipe: " << a.csv << ": makespan " << r->makespan << ", device_span "
+             << r->device_span << ", bubble " << 100 * r->bubble_ratio << "%, peak memory "
+             << nlohmann::json(r->peak_memory).dump() << "\n";
   return kOk;
 }
 

@@ -9,9 +9,9 @@
 #include <sstream>
 
 #include "core/format.h"
-#include "core/text_format.h"
 #include "core/planner/config.h"
 #include "core/planner/plan.h"
+#include "core/text_format.h"
 #include "tools/cli.h"
 
 namespace optpipe::cli {
@@ -41,7 +41,7 @@ StatusOr<Hardware> ResolveHardware(const std::string& arg) {
 
 void Report(const ModelCosts& c, const Hardware& hw, const Plan& plan) {
   const Problem& p = plan.problem;
-  std::ostream& e = std::cerr;
+  std::ostream& e = Progress();
   e << "optpipe: stage device layers        l  checkpoints      F ms     B ms     W ms  "
        "act GiB/mb  transient GiB\n";
   for (std::size_t s = 0; s < plan.stages.size(); ++s) {
@@ -86,7 +86,7 @@ void Report(const ModelCosts& c, const Hardware& hw, const Plan& plan) {
 }
 
 int RunSchedule(const Args& a, const Problem& p) {
-  std::cerr << "optpipe: scheduling " << p.name << " with " << a.schedule_method << "\n";
+  Progress() << "optpipe: scheduling " << p.name << " with " << a.schedule_method << "\n";
   SolveOptions solve = a.solve;
   solve.stop = InterruptFlag();
   solve.method = a.schedule_method;
@@ -97,12 +97,12 @@ int RunSchedule(const Args& a, const Problem& p) {
   if (!a.schedule_out.empty()) {
     if (Status st = WriteFile(a.schedule_out, ToJson(t)); !st.ok()) return Fail(st);
   }
-  std::cerr << "optpipe: " << a.schedule_method << ": makespan " << sol->sim.makespan
-            << " ms, bound " << *t.info.bound << " (gap " << FormatFixed(100 * *t.info.gap, 1, true)
-            << "%), bubble " << FormatFixed(100 * sol->sim.bubble_ratio, 1, true)
-            << "%, peak memory";
-  for (double x : sol->sim.peak_memory) std::cerr << " " << FormatFixed(x, 1, true);
-  std::cerr << " GiB\n";
+  Progress() << "optpipe: " << a.schedule_method << ": makespan " << sol->sim.makespan
+             << " ms, bound " << *t.info.bound << " (gap "
+             << FormatFixed(100 * *t.info.gap, 1, true) << "%), bubble "
+             << FormatFixed(100 * sol->sim.bubble_ratio, 1, true) << "%, peak memory";
+  for (double x : sol->sim.peak_memory) Progress() << " " << FormatFixed(x, 1, true);
+  Progress() << " GiB\n";
   return Interrupted() ? kInterrupted : kOk;
 }
 
@@ -127,13 +127,13 @@ int Run(const Args& a) {
   o.split_backward = !a.fused_backward;
   o.allow_offload = !a.no_offload;
   o.name = a.name;
-  std::cerr << "optpipe: planning " << m->name << " (" << m->layers << " layers, "
-            << FormatFixed(TotalParams(*m) / 1e9, 2, true) << "B parameters, micro-batch "
-            << m->microbatch_size << " x " << m->sequence << " tokens) on " << a.devices << " x "
-            << hw->name << " (" << hw->peak_tflops << " TFLOP/s x " << hw->efficiency << ", "
-            << hw->memory_gib << " GiB), " << std::int64_t{a.devices} * a.stages_per_device
-            << " stages, " << a.microbatches << " micro-batches"
-            << (profile ? ", measured layer times" : "") << "\n";
+  Progress() << "optpipe: planning " << m->name << " (" << m->layers << " layers, "
+             << FormatFixed(TotalParams(*m) / 1e9, 2, true) << "B parameters, micro-batch "
+             << m->microbatch_size << " x " << m->sequence << " tokens) on " << a.devices << " x "
+             << hw->name << " (" << hw->peak_tflops << " TFLOP/s x " << hw->efficiency << ", "
+             << hw->memory_gib << " GiB), " << std::int64_t{a.devices} * a.stages_per_device
+             << " stages, " << a.microbatches << " micro-batches"
+             << (profile ? ", measured layer times" : "") << "\n";
   StatusOr<Plan> plan = BuildPlan(costs, *hw, o);
   if (!plan.ok()) return Fail(plan.status());
   Report(costs, *hw, *plan);
@@ -142,7 +142,7 @@ int Run(const Args& a) {
     std::cout << text;
   } else {
     if (Status st = WriteFile(a.out, text); !st.ok()) return Fail(st);
-    std::cerr << "optpipe: wrote " << a.out << " (times in ms, memory in GiB)\n";
+    Progress() << "optpipe: wrote " << a.out << " (times in ms, memory in GiB)\n";
   }
   if (!a.schedule_method.empty()) {
     if (Status st = CheckFitsMemory(plan->problem); !st.ok()) return Fail(st);

@@ -60,13 +60,13 @@ int RunSchedule(const RunArgs& a) {
   opt.iterations = a.iterations;
   opt.watchdog_s = a.watchdog_s;
   opt.stop = InterruptFlag();
-  std::cerr << "optpipe: running " << p->name << " (" << p->devices << " devices x "
-            << p->microbatches << " micro-batches) with " << s->method << " on the " << a.backend
-            << " backend: " << a.iterations
-            << " iteration(s), 1 time unit = " << opt.time_scale * 1e3
-            << " ms, 1 memory unit = " << std::fixed << std::setprecision(0) << opt.bytes_per_unit
-            << " bytes\n"
-            << std::defaultfloat << std::setprecision(6);
+  Progress() << "optpipe: running " << p->name << " (" << p->devices << " devices x "
+             << p->microbatches << " micro-batches) with " << s->method << " on the " << a.backend
+             << " backend: " << a.iterations
+             << " iteration(s), 1 time unit = " << opt.time_scale * 1e3
+             << " ms, 1 memory unit = " << std::fixed << std::setprecision(0) << opt.bytes_per_unit
+             << " bytes\n"
+             << std::defaultfloat << std::setprecision(6);
 
   runtime::SyntheticKernel kernel(*p, opt.time_scale);
   runtime::Executor ex(*p, *backend, kernel, opt);

@@ -21,11 +21,11 @@ struct Args {
 int Run(const Args& a) {
   StatusOr<Problem> p = LoadProblemFor(a.problem);
   if (!p.ok()) return Fail(p.status());
-  std::cerr << "optpipe: scheduling " << p->name << " (" << p->devices << " devices x "
-            << p->microbatches << " micro-batches, " << p->stages() << " stages) with " << a.method
-            << "\n";
+  Progress() << "optpipe: scheduling " << p->name << " (" << p->devices << " devices x "
+             << p->microbatches << " micro-batches, " << p->stages() << " stages) with " << a.method
+             << "\n";
   SolveOptions solve = a.solve;
-  solve.log = [](const std::string& line) { std::cerr << "optpipe: " << line << "\n"; };
+  solve.log = ProgressLog();
   solve.stop = InterruptFlag();
   solve.method = a.method;
   StatusOr<SolveResult> sol = Solve(*p, solve);
@@ -51,13 +51,13 @@ int Run(const Args& a) {
   if (!a.model.empty()) {
     StatusOr<MilpStats> st = WriteMilpModel(*p, sol->schedule, a.model);
     if (!st.ok()) return Fail(st.status());
-    std::cerr << "optpipe: wrote the MILP below this schedule to " << a.model << ": "
-              << ModelSize(*st) << ", objective C <= " << st->horizon << "\n";
+    Progress() << "optpipe: wrote the MILP below this schedule to " << a.model << ": "
+               << ModelSize(*st) << ", objective C <= " << st->horizon << "\n";
   }
-  std::cerr << "optpipe: " << a.method << ": makespan " << sol->sim.makespan << ", device_span "
-            << sol->sim.device_span << ", bound " << *t.info.bound << " (gap " << 100 * *t.info.gap
-            << "%), bubble " << 100 * sol->sim.bubble_ratio << "%, peak memory "
-            << Brief(sol->sim.peak_memory) << "\n";
+  Progress() << "optpipe: " << a.method << ": makespan " << sol->sim.makespan << ", device_span "
+             << sol->sim.device_span << ", bound " << *t.info.bound << " (gap " << 100 * *t.info.gap
+             << "%), bubble " << 100 * sol->sim.bubble_ratio << "%, peak memory "
+             << Brief(sol->sim.peak_memory) << "\n";
   return Interrupted() ? kInterrupted : kOk;
 }
 

@@ -86,6 +86,21 @@ std::string MemoryText() {
 
 void SetMaxMemoryGiB(double gib) { max_memory_gib = gib; }
 
+namespace {
+bool quiet = false;
+}  // namespace
+
+void SetQuiet(bool q) { quiet = q; }
+
+std::ostream& Progress() {
+  static std::ostream drop(nullptr);  // no buffer: every write is dropped
+  return quiet ? drop : std::cerr;
+}
+
+std::function<void(const std::string&)> ProgressLog() {
+  return [](const std::string& line) { Progress() << "optpipe: " << line << "\n"; };
+}
+
 SizeLimit ProblemSizeLimit() {
   const double ops = AvailableBytes() / kBytesPerOp;
   SizeLimit limit;
@@ -186,6 +201,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();  // --max-memory after the subcommand's name too
   double max_memory_gib = 0;
+  bool quiet = false;
+  app.add_flag("-q,--quiet", quiet, "Print errors and warnings only, no progress or summaries");
   app.add_option("--max-memory", max_memory_gib,
                  "GiB a command may use (default: the machine's available memory); a problem "
                  "or schedule file that would need more is refused up front (exit 2)")
@@ -200,6 +217,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : kBadInput;
   }
   SetMaxMemoryGiB(max_memory_gib);
+  SetQuiet(quiet);
   InstallInterruptHandler();
   for (const Command& c : commands) {
     if (c.sub->parsed()) return c.run();

@@ -237,5 +237,11 @@ interrupted "Ctrl-C bench: the row it was in, none after" 1 \
 want="" expect 2 "no subcommand" -- "$bin"
 want="validate" expect 0 "--help" -- "$bin" --help
 
+# --quiet (before or after the command) leaves errors and warnings only.
+check "--quiet: a success prints nothing on stderr" -- bash -c \
+  "'$bin' schedule '$cases/unit-4x8.json' -m zb-h1 -o '$tmp/q.json' --quiet 2>'$tmp/q.err' && test ! -s '$tmp/q.err'"
+want="does not fit the memory limit" expect 3 "--quiet: an error still prints" -- \
+  "$bin" -q schedule "$cases/llama-8dev-offload.json" -m 1f1b -o "$tmp/q.json"
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
