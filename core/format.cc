@@ -1,9 +1,10 @@
 #include "core/format.h"
 
-#include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -215,17 +216,10 @@ StatusOr<Problem> ParseProblem(const std::string& text, const SizeLimit& limit) 
   if (p.stages_per_device < 1) return InvalidArgument("stages_per_device: must be >= 1");
   if (Status st = CheckShape(p.devices, p.stages_per_device, p.microbatches); !st.ok()) return st;
   // Before anything is sized from the counts: the most ops the caller can afford.
-  const bool split = !j.contains("split_backward") || j["split_backward"] != false;
-  const bool offload = j.contains("offload_time") && !j["offload_time"].is_null();
-  if (const std::int64_t ops =
-          OpCount(p.devices, p.stages_per_device, p.microbatches, split, offload);
-      ops > limit.max_ops) {
-    return InvalidArgument(
-        "devices x stages_per_device x microbatches: " + std::to_string(p.devices) + " x " +
-        std::to_string(p.stages_per_device) + " x " + std::to_string(p.microbatches) + " gives " +
-        std::to_string(ops) + " ops, more than the " + std::to_string(limit.max_ops) + " allowed" +
-        (limit.why.empty() ? "" : " (" + limit.why + ")"));
-  }
+  Problem shape = p;  // the counts alone: nothing sized yet
+  shape.split_backward = !j.contains("split_backward") || j["split_backward"] != false;
+  if (j.contains("offload_time") && !j["offload_time"].is_null()) shape.offload.emplace();
+  if (Status st = CheckSize(shape, limit); !st.ok()) return st;
   const std::size_t S = p.stages(), D = p.devices;
 
   if (!j.contains("placement") || j["placement"].is_string()) {
@@ -463,15 +457,15 @@ std::string ToJson(const TimedSchedule& t) {
 
 StatusOr<std::string> ReadFile(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(st))
     return InvalidArgument(path + ": is a directory, expected a file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return NotFound(path + ": cannot open for reading");
   // One read of the whole file where its size is known (a stream buffer is
   // far slower on large files); a pipe or other stream, piece by piece.
   std::string text;
-  const bool regular = std::filesystem::is_regular_file(path, ec);
-  if (const std::streamoff size = in.tellg(); regular && size > 0) {
+  if (const std::streamoff size = in.tellg(); std::filesystem::is_regular_file(st) && size > 0) {
     text.resize(static_cast<std::size_t>(size));
     in.seekg(0);
     if (in.read(text.data(), size) && in.gcount() == size) return text;
@@ -500,15 +494,19 @@ Status WriteFileWith(const std::string& path,
     errno = 0;
     return write(path) ? OkStatus() : failed(errno);
   }
+  // A name no one else uses, created with the mode (and umask) a new file gets.
   const std::filesystem::path target(path);
-  std::string temp =
-      (target.parent_path() / ("." + target.filename().string() + ".tmpXXXXXX")).string();
-  const int fd = mkstemp(temp.data());
+  const std::string prefix =
+      (target.parent_path() / ("." + target.filename().string() + ".tmp")).string();
+  static std::atomic<unsigned> serial{0};
+  std::string temp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+    temp = prefix + std::to_string(getpid()) + "-" + std::to_string(serial++);
+    fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) return failed(errno);
-  // mkstemp makes it 0600; give it the mode a new file would get.
-  const mode_t mask = umask(0);
-  umask(mask);
-  fchmod(fd, 0666 & ~mask);
   close(fd);
   errno = 0;
   if (!write(temp) || std::rename(temp.c_str(), path.c_str()) != 0) {
@@ -525,6 +523,16 @@ Status WriteFile(const std::string& path, const std::string& content) {
     return out && out.write(content.data(), static_cast<std::streamsize>(content.size())) &&
            out.flush();
   });
+}
+
+Status CheckSize(const Problem& p, const SizeLimit& limit) {
+  const std::int64_t ops = OpCount(p);
+  if (ops <= limit.max_ops) return OkStatus();
+  return InvalidArgument(
+      "devices x stages_per_device x microbatches: " + std::to_string(p.devices) + " x " +
+      std::to_string(p.stages_per_device) + " x " + std::to_string(p.microbatches) + " gives " +
+      std::to_string(ops) + " ops, more than the " + std::to_string(limit.max_ops) + " allowed" +
+      (limit.why.empty() ? "" : " (" + limit.why + ")"));
 }
 
 StatusOr<Problem> LoadProblem(const std::string& path, const SizeLimit& limit) {

@@ -28,6 +28,9 @@ struct SizeLimit {
 };
 
 StatusOr<Problem> ParseProblem(const std::string& json_text, const SizeLimit& limit = {});
+// The same check for a problem made another way (the planner's): the
+// message names the counts, the ops and where the limit comes from.
+Status CheckSize(const Problem& p, const SizeLimit& limit);
 StatusOr<TimedSchedule> ParseTimedSchedule(const std::string& json_text);
 
 // Loading adds the path to every message; a problem without "name" is named

@@ -20,11 +20,12 @@
 namespace optpipe {
 namespace {
 
-// A solution and what the method knows about it: termination, bound, gap and
-// time (SolveInfo; the bound is at least core's ComputeLowerBound).
+// A solution, the bound the method proved, and how milp ended (Solve says
+// how the others ended).
 struct Solved {
   Solution solution;
-  SolveInfo info;
+  double bound = 0;
+  std::optional<MilpTermination> milp;
 };
 
 constexpr const char* kMilpSummary =
@@ -274,13 +275,9 @@ SearchOptions Heuristic(const SolveOptions& opt) {
   return o;
 }
 
-Solved FromMilp(MilpResult& r, std::chrono::steady_clock::time_point t0) {
-  Solved out{Solution{std::move(*r.schedule), std::move(*r.sim)}, SolveInfo{}};
+Solved FromMilp(MilpResult& r) {
+  Solved out{Solution{std::move(*r.schedule), std::move(*r.sim)}, r.bound, r.termination};
   out.solution.schedule.method = "milp";
-  out.info.termination = ToString(r.termination);
-  out.info.bound = r.bound;
-  out.info.gap = r.gap;
-  out.info.solve_seconds = Since(t0);
   return out;
 }
 
@@ -311,7 +308,7 @@ std::optional<Solution> SolveCoarse(const Problem& p, const SolveOptions& opt, d
   });
   if (opt.log && s.ok()) {
     opt.log("coarse: times rounded up to a grain of " + FormatNumber(TimeGrain(*q)) + ": " +
-            FormatNumber(s->solution.sim.objective) + " (" + *s->info.termination + "), " +
+            FormatNumber(s->solution.sim.objective) + " (" + ToString(*s->milp) + "), " +
             std::to_string(replays) + " replayed, the best: " +
             (best ? FormatNumber(best->sim.objective) : std::string("none valid")));
   }
@@ -411,7 +408,7 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
     if (found) qo.on_improvement = [&](const Schedule& s, const SimResult& r) { found({s, r}); };
     StatusOr<MilpResult> r = SolveMilp(p, qo, &heuristic->schedule);
     if (r.ok() && r->schedule && r->termination == MilpTermination::kOptimal) {
-      return FromMilp(*r, t0);
+      return FromMilp(*r);
     }
     if (r.ok() && r->schedule) {
       core_bound = std::max(core_bound, r->bound);
@@ -452,7 +449,7 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
         "milp: no heuristic fits the memory limit and the MILP found no schedule in " +
         std::to_string(opt.time_limit_s) + " s (" + ToString(r->termination) + ")");
   }
-  return FromMilp(*r, t0);
+  return FromMilp(*r);
 }
 
 // One method by name, its bound and what it knows of how it ended.
@@ -490,7 +487,7 @@ StatusOr<Solved> SolveMethod(const Problem& p, const std::string& method, const 
                                           : RunMethod(p, method, search);
   if (!s.ok()) return s.status();
   bound = std::max({bound, polished, PairsBelow(p, opt, core, devices, s->sim.objective)});
-  Solved out{std::move(*s), SolveInfo{}};
+  Solved out{std::move(*s), bound, std::nullopt};
   if (OrderSearchApplies(p)) {
     OrderSearchOptions order;
     order.time_limit_s = 0.1 * opt.time_limit_s;
@@ -505,17 +502,21 @@ StatusOr<Solved> SolveMethod(const Problem& p, const std::string& method, const 
     if (method == "auto") sat.solvers = 1;  // the polish's solver, when it ran
     bound = std::max(bound, SearchTimeIndexed(p, bound, out.solution.sim.objective, sat).bound);
   }
-  out.info.bound = bound;
-  SettleBound(p, out.solution.sim.objective, out.info);  // above it only by rounding
-  if (opt.stop && opt.stop->load()) out.info.termination = "interrupted";
-  out.info.solve_seconds = Since(t0);
+  out.bound = bound;
   return out;
 }
 
-Termination FromMilp(const std::string& t) {
-  if (t == "optimal") return Termination::kOptimal;
-  if (t == "interrupted") return Termination::kInterrupted;
-  if (t == "infeasible") return Termination::kInfeasible;
+Termination FromMilp(MilpTermination t) {
+  switch (t) {
+    case MilpTermination::kOptimal:
+      return Termination::kOptimal;
+    case MilpTermination::kInterrupted:
+      return Termination::kInterrupted;
+    case MilpTermination::kInfeasible:
+      return Termination::kInfeasible;
+    case MilpTermination::kTimeLimit:
+      break;
+  }
   return Termination::kTimeLimit;
 }
 
@@ -549,13 +550,15 @@ StatusOr<SolveResult> Solve(const Problem& p, const SolveOptions& opt) {
   }
   if (Status st = Validate(p); !st.ok()) return st;
   const auto t0 = std::chrono::steady_clock::now();
-  const bool stopped_early = opt.stop && opt.stop->load();
   StatusOr<Solved> solved = SolveMethod(p, opt.method, opt);
   SolveResult r;
   r.stats.wall_s = Since(t0);
+  const bool stopped = opt.stop && opt.stop->load();
   if (!solved.ok()) {
+    // Stopped before any schedule: cancelled, unless the call was bad (a warm start
+    // of another problem), which no stop explains.
     const StatusCode code = solved.status().code();
-    if (opt.stop && opt.stop->load() && (stopped_early || code != StatusCode::kInvalidArgument)) {
+    if (stopped && code != StatusCode::kInvalidArgument) {
       return Cancelled(solved.status().message());
     }
     if (code != StatusCode::kInfeasible && code != StatusCode::kNotApplicable) {
@@ -567,14 +570,16 @@ StatusOr<SolveResult> Solve(const Problem& p, const SolveOptions& opt) {
     return r;
   }
   Solution& sol = solved->solution;
-  SettleBound(p, sol.sim.objective, solved->info);
+  SolveInfo settled;
+  settled.bound = solved->bound;
+  SettleBound(p, sol.sim.objective, settled);  // at least core's bound, at most the objective
   r.objective = sol.sim.objective;
-  r.bound = *solved->info.bound;
-  r.gap = *solved->info.gap;
+  r.bound = *settled.bound;
+  r.gap = *settled.gap;
   r.stats.found_by = sol.schedule.method;
-  if (opt.method == "milp") {
-    r.termination = FromMilp(solved->info.termination.value_or("time_limit"));
-  } else if (opt.stop && opt.stop->load()) {
+  if (solved->milp) {
+    r.termination = FromMilp(*solved->milp);
+  } else if (stopped) {
     r.termination = Termination::kInterrupted;
   } else if (r.gap <= 0) {
     r.termination = Termination::kOptimal;

@@ -163,13 +163,13 @@ class ListScheduler {
   std::vector<char> kept_back_;   // per op: an F passed over while ready
   std::vector<int> cap_;          // warm-up depth per stage
   std::vector<char> choice_;      // per activation: Choices(p_, opt_)
-  std::vector<char> may_offload_early_;  // per stage: WillOffload may hold for one of its F
-  std::vector<int> inflight_;     // F started, B not ended, per stage
-  std::vector<int> b_started_;    // B started per stage
-  std::vector<double> tail_b_;    // backward chain from B(s) to the end
-  std::vector<double> chain_;     // shortest time from F(s,m)'s end to B(s,m)'s start
-  std::vector<double> period_;    // one micro-batch of work per device
-  std::vector<double> reserve_;   // per stage: room kept for deeper stages on its device
+  std::vector<char> may_offload_early_;   // per stage: WillOffload may hold for one of its F
+  std::vector<int> inflight_;             // F started, B not ended, per stage
+  std::vector<int> b_started_;            // B started per stage
+  std::vector<double> tail_b_;            // backward chain from B(s) to the end
+  std::vector<double> chain_;             // shortest time from F(s,m)'s end to B(s,m)'s start
+  std::vector<double> period_;            // one micro-batch of work per device
+  std::vector<double> reserve_;           // per stage: room kept for deeper stages on its device
   std::vector<std::vector<int>> deeper_;  // per stage: the later stages on its device
   std::vector<char> pressure_;            // device cannot hold its warm-up in memory
   std::vector<double> mem_;
@@ -220,8 +220,8 @@ class ListScheduler {
   void Reserve(int m, double t);
   void CancelExpress(int m, double t);
   void PushReady(int d, int i);
-  std::vector<Ready> skipped_;    // scratch for DispatchDevice
-  std::vector<int> held_stages_;  // scratch: stages whose every ready F is held back
+  std::vector<Ready> skipped_;                 // scratch for DispatchDevice
+  std::vector<int> held_stages_;               // scratch: stages whose every ready F is held back
   std::vector<std::pair<int, bool>> no_room_;  // scratch: see RoomForReload
   // Per device: its stages, its scans of the ready forwards, the last scan
   // that stopped before the end (see DispatchDevice); per F: the scans before
@@ -296,8 +296,8 @@ void ListScheduler::Prepare() {
   for (int s = 0; s + 1 < S_ && opt_.offload && p_.offload; ++s) {
     const bool by_rule = opt_.offload_warmup && chain_[s] >= 2 * (*p_.offload)[s];
     for (int m = 0; m < M_ && !may_offload_early_[s]; ++m) {
-      may_offload_early_[s] = Choice(s, m) == ListOptions::kSend ||
-                              (by_rule && Choice(s, m) != ListOptions::kKeep);
+      may_offload_early_[s] =
+          Choice(s, m) == ListOptions::kSend || (by_rule && Choice(s, m) != ListOptions::kKeep);
     }
   }
   for (int m = 0; m < M_ && opt_.express && S_ > 1; ++m)

@@ -48,8 +48,6 @@ void SetMaxMemoryGiB(double gib);  // 0: the machine's available memory
 SizeLimit ProblemSizeLimit();
 StatusOr<Problem> LoadProblemFor(const std::string& path);
 StatusOr<TimedSchedule> LoadScheduleFor(const std::string& path);
-// The same check for a problem built another way (plan).
-Status CheckFitsMemory(const Problem& p);
 
 // Progress and summaries on stderr, silenced by --quiet (errors and
 // warnings are not): Progress() is std::cerr or a stream that drops all,

@@ -145,7 +145,7 @@ int Run(const Args& a) {
     Progress() << "optpipe: wrote " << a.out << " (times in ms, memory in GiB)\n";
   }
   if (!a.schedule_method.empty()) {
-    if (Status st = CheckFitsMemory(plan->problem); !st.ok()) return Fail(st);
+    if (Status st = CheckSize(plan->problem, ProblemSizeLimit()); !st.ok()) return Fail(st);
     return RunSchedule(a, plan->problem);
   }
   return kOk;

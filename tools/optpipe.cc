@@ -64,6 +64,8 @@ void AddSearchFlags(CLI::App* sub, SolveOptions& opt) {
 namespace {
 double max_memory_gib = 0;
 
+bool quiet = false;
+
 double AvailableBytes() {
   if (max_memory_gib > 0) return max_memory_gib * (1 << 30);
   std::ifstream meminfo("/proc/meminfo");
@@ -77,18 +79,13 @@ double AvailableBytes() {
   return pages > 0 && page > 0 ? static_cast<double>(pages) * page : 1e18;
 }
 
-std::string MemoryText() {
-  const double gib = AvailableBytes() / (1 << 30);
-  return FormatNumber(gib, 3) + " GiB (" +
+std::string MemoryText(double bytes) {
+  return FormatNumber(bytes / (1 << 30), 3) + " GiB (" +
          (max_memory_gib > 0 ? std::string("--max-memory") : std::string("available here")) + ")";
 }
 }  // namespace
 
 void SetMaxMemoryGiB(double gib) { max_memory_gib = gib; }
-
-namespace {
-bool quiet = false;
-}  // namespace
 
 void SetQuiet(bool q) { quiet = q; }
 
@@ -102,11 +99,11 @@ std::function<void(const std::string&)> ProgressLog() {
 }
 
 SizeLimit ProblemSizeLimit() {
-  const double ops = AvailableBytes() / kBytesPerOp;
+  const double bytes = AvailableBytes();
   SizeLimit limit;
-  limit.max_ops = static_cast<std::int64_t>(std::min<double>(ops, kMaxOpSlots));
+  limit.max_ops = static_cast<std::int64_t>(std::min<double>(bytes / kBytesPerOp, kMaxOpSlots));
   limit.why = "optpipe needs about " + FormatNumber(kBytesPerOp / 1024, 3) + " KiB an op and has " +
-              MemoryText() + "; see --max-memory";
+              MemoryText(bytes) + "; see --max-memory";
   return limit;
 }
 
@@ -117,19 +114,13 @@ StatusOr<Problem> LoadProblemFor(const std::string& path) {
 StatusOr<TimedSchedule> LoadScheduleFor(const std::string& path) {
   std::error_code ec;
   const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
-  if (!ec && static_cast<double>(bytes) * kBytesPerScheduleByte > AvailableBytes()) {
+  const double available = AvailableBytes();
+  if (!ec && static_cast<double>(bytes) * kBytesPerScheduleByte > available) {
     return InvalidArgument(path + ": " + FormatNumber(bytes / double(1 << 20), 4) +
                            " MiB of JSON takes about " + FormatNumber(kBytesPerScheduleByte, 3) +
-                           "x that to read, more than " + MemoryText());
+                           "x that to read, more than " + MemoryText(available));
   }
   return LoadTimedSchedule(path);
-}
-
-Status CheckFitsMemory(const Problem& p) {
-  const SizeLimit limit = ProblemSizeLimit();
-  if (OpCount(p) <= limit.max_ops) return OkStatus();
-  return InvalidArgument(p.name + ": " + std::to_string(OpCount(p)) + " ops, more than the " +
-                         std::to_string(limit.max_ops) + " allowed (" + limit.why + ")");
 }
 
 std::string Brief(const std::vector<double>& v) {

@@ -47,8 +47,8 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
 #include "core/planner/cost_model.h"
+#include "core/status.h"
 
 namespace optpipe::planner {
 

@@ -38,8 +38,8 @@
 
 #include <string>
 
-#include "core/status.h"
 #include "core/planner/cost_model.h"
+#include "core/status.h"
 
 namespace optpipe::planner {
 

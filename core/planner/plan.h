@@ -30,10 +30,10 @@
 #include <string>
 #include <vector>
 
-#include "core/problem.h"
-#include "core/status.h"
 #include "core/planner/checkpoint.h"
 #include "core/planner/cost_model.h"
+#include "core/problem.h"
+#include "core/status.h"
 
 namespace optpipe::planner {
 

@@ -4,8 +4,8 @@
 
 #include "core/checker.h"
 #include "core/format.h"
-#include "heuristics/method.h"
 #include "core/planner/config.h"
+#include "heuristics/method.h"
 #include "tests/testing.h"
 
 namespace optpipe::planner {
