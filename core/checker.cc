@@ -11,7 +11,12 @@ namespace optpipe {
 
 CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) {
   CheckReport rep;
-  auto& err = rep.errors;
+  const auto add = [&](const char* kind, const TimedOp* o, int device, std::optional<double> time,
+                       std::string detail) {
+    rep.errors.push_back(detail);
+    rep.violations.push_back(
+        {kind, o ? std::optional<Op>(o->op) : std::nullopt, device, time, std::move(detail)});
+  };
   const int S = p.stages(), M = p.microbatches, D = p.devices;
   const std::vector<int> link = LinkOfDevice(p);
 
@@ -22,38 +27,42 @@ CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) 
     const TimedOp& o = t.ops[i];
     const auto name = [&] { return "op " + ToString(o.op); };
     if (o.op.stage < 0 || o.op.stage >= S || o.op.microbatch < 0 || o.op.microbatch >= M) {
-      err.push_back(name() + ": stage or micro-batch out of range");
+      add("out_of_range", &o, o.device, std::nullopt,
+          name() + ": stage or micro-batch out of range");
       continue;
     }
     if (o.op.type == OpType::kW && !p.split_backward) {
-      err.push_back(name() + ": the problem fuses W into B");
+      add("not_in_problem", &o, o.device, std::nullopt, name() + ": the problem fuses W into B");
       continue;
     }
     if (IsCopy(o.op.type) && !p.offload) {
-      err.push_back(name() + ": the problem allows no offload");
+      add("not_in_problem", &o, o.device, std::nullopt, name() + ": the problem allows no offload");
       continue;
     }
     if (!std::isfinite(o.start) || !std::isfinite(o.end)) {
-      err.push_back(name() + ": start and end must be finite numbers");
+      add("not_finite", &o, o.device, std::nullopt,
+          name() + ": start and end must be finite numbers");
       continue;
     }
     const TimedOp*& slot = at[sp.Index(o.op)];
     if (slot) {
-      err.push_back(name() + ": appears more than once");
+      add("duplicate", &o, o.device, o.start, name() + ": appears more than once");
       continue;
     }
     slot = &o;
     if (o.device != p.stage_device[o.op.stage]) {
-      err.push_back(name() + ": on device " + std::to_string(o.device) + ", but stage " +
-                    std::to_string(o.op.stage) + " is on device " +
-                    std::to_string(p.stage_device[o.op.stage]));
+      add("wrong_device", &o, o.device, o.start,
+          name() + ": on device " + std::to_string(o.device) + ", but stage " +
+              std::to_string(o.op.stage) + " is on device " +
+              std::to_string(p.stage_device[o.op.stage]));
     }
     const double dur = Duration(p, o.op);
     if (std::abs((o.end - o.start) - dur) > tol) {
-      err.push_back(name() + " on device " + std::to_string(o.device) + ": runs " +
-                    FormatNumber(o.start, 10) + ".." + FormatNumber(o.end, 10) + " (" +
-                    FormatNumber(o.end - o.start, 10) + "), but its duration is " +
-                    FormatNumber(dur, 10));
+      add("duration", &o, o.device, o.start,
+          name() + " on device " + std::to_string(o.device) + ": runs " +
+              FormatNumber(o.start, 10) + ".." + FormatNumber(o.end, 10) + " (" +
+              FormatNumber(o.end - o.start, 10) + "), but its duration is " +
+              FormatNumber(dur, 10));
     }
   }
   const auto find = [&](OpType ty, int s, int m) { return at[sp.Index(ty, s, m)]; };
@@ -65,10 +74,11 @@ CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) 
   // 2. Completeness and dependencies.
   const auto after = [&](const TimedOp* later, const TimedOp* earlier, double lag) {
     if (later && earlier && later->start + tol < earlier->end + lag) {
-      err.push_back("op " + ToString(later->op) + " on device " + std::to_string(later->device) +
-                    " starts at " + FormatNumber(later->start, 10) + ", before op " +
-                    ToString(earlier->op) + " ends at " + FormatNumber(earlier->end, 10) +
-                    (lag > 0 ? " + comm " + FormatNumber(lag, 10) : ""));
+      add("dependency", later, later->device, later->start,
+          "op " + ToString(later->op) + " on device " + std::to_string(later->device) +
+              " starts at " + FormatNumber(later->start, 10) + ", before op " +
+              ToString(earlier->op) + " ends at " + FormatNumber(earlier->end, 10) +
+              (lag > 0 ? " + comm " + FormatNumber(lag, 10) : ""));
     }
   };
   for (int s = 0; s < S; ++s) {
@@ -80,12 +90,14 @@ CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) 
       const TimedOp* R = find(OpType::kR, s, m);
       for (auto [op, ty] : {std::pair{F, 'F'}, {B, 'B'}, {W, 'W'}}) {
         if (!op && (ty != 'W' || p.split_backward)) {
-          err.push_back("op " + std::to_string(s) + ty + std::to_string(m) + " is missing");
+          add("missing", nullptr, p.stage_device[s], std::nullopt,
+              "op " + std::to_string(s) + ty + std::to_string(m) + " is missing");
         }
       }
       if (!O != !R) {
-        err.push_back("op " + std::to_string(s) + (O ? "O" : "R") + std::to_string(m) +
-                      " has no matching " + (O ? "reload" : "offload"));
+        add("unmatched_copy", O ? O : R, p.stage_device[s], std::nullopt,
+            "op " + std::to_string(s) + (O ? "O" : "R") + std::to_string(m) + " has no matching " +
+                (O ? "reload" : "offload"));
       }
       const double up = s > 0 && p.stage_device[s - 1] != p.stage_device[s] ? p.comm[s - 1] : 0;
       const double down = s + 1 < S && p.stage_device[s + 1] != p.stage_device[s] ? p.comm[s] : 0;
@@ -112,12 +124,12 @@ CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) 
     });
     for (std::size_t i = 1; i < l.size(); ++i) {
       if (l[i]->start + tol < l[i - 1]->end) {
-        err.push_back("op " + ToString(l[i]->op) + " starts at " + FormatNumber(l[i]->start, 10) +
-                      " on " +
-                      (r < std::size_t(D) ? "device " + std::to_string(r)
-                                          : "host link " + std::to_string(r - D)) +
-                      " while op " + ToString(l[i - 1]->op) + " runs until " +
-                      FormatNumber(l[i - 1]->end, 10));
+        add("overlap", l[i], l[i]->device, l[i]->start,
+            "op " + ToString(l[i]->op) + " starts at " + FormatNumber(l[i]->start, 10) + " on " +
+                (r < std::size_t(D) ? "device " + std::to_string(r)
+                                    : "host link " + std::to_string(r - D)) +
+                " while op " + ToString(l[i - 1]->op) + " runs until " +
+                FormatNumber(l[i - 1]->end, 10));
       }
     }
   }
@@ -140,9 +152,10 @@ CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) 
       mem += delta;
       rep.peak_memory[d] = std::max(rep.peak_memory[d], mem);
       if (p.memory_limit && !reported && mem > (*p.memory_limit)[d] + tol) {
-        err.push_back("memory on device " + std::to_string(d) + " reaches " +
-                      FormatNumber(mem, 10) + " at t=" + FormatNumber(time, 10) + " when " +
-                      ToString(o->op) + " starts; limit " + FormatNumber((*p.memory_limit)[d], 10));
+        add("memory", o, d, time,
+            "memory on device " + std::to_string(d) + " reaches " + FormatNumber(mem, 10) +
+                " at t=" + FormatNumber(time, 10) + " when " + ToString(o->op) + " starts; limit " +
+                FormatNumber((*p.memory_limit)[d], 10));
         reported = true;  // one message a device; later ones follow from it
       }
     }
@@ -172,8 +185,9 @@ CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) 
               FormatNumber(first_op->start, 10) + ", op " + ToString(last_op->op) +
               " ends last at " + FormatNumber(last_op->end, 10) + ")";
       }
-      err.push_back(std::string(field) + ": file says " + FormatNumber(*v, 10) + ", the ops give " +
-                    FormatNumber(actual, 10) + why);
+      add("reported_value", nullptr, -1, std::nullopt,
+          std::string(field) + ": file says " + FormatNumber(*v, 10) + ", the ops give " +
+              FormatNumber(actual, 10) + why);
     }
   };
   reported(t.makespan, rep.makespan, "makespan");
@@ -181,8 +195,9 @@ CheckReport CheckSchedule(const Problem& p, const TimedSchedule& t, double tol) 
   reported(t.objective, rep.objective, "objective");
   if (t.peak_memory) {
     if (t.peak_memory->size() != std::size_t(D)) {
-      err.push_back("peak_memory: expected " + std::to_string(D) + " values, got " +
-                    std::to_string(t.peak_memory->size()));
+      add("reported_value", nullptr, -1, std::nullopt,
+          "peak_memory: expected " + std::to_string(D) + " values, got " +
+              std::to_string(t.peak_memory->size()));
     } else {
       for (int d = 0; d < D; ++d) {
         reported((*t.peak_memory)[d], rep.peak_memory[d],

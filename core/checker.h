@@ -10,6 +10,7 @@
 //   for (const std::string& e : rep.errors) std::cerr << e << "\n";
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,20 @@
 
 namespace optpipe {
 
+// One broken rule as a record, for programs (`validate --json`, Python).
+struct Violation {
+  // missing, duplicate, out_of_range, not_in_problem, not_finite, wrong_device,
+  // duration, dependency, overlap, unmatched_copy, memory, reported_value
+  std::string kind;
+  std::optional<Op> op;        // the op involved, where one is
+  int device = -1;             // its device (or the memory's), -1: none
+  std::optional<double> time;  // when it happens, where it has a time
+  std::string detail;          // the whole message, as in `errors`
+};
+
 struct CheckReport {
-  std::vector<std::string> errors;
+  std::vector<std::string> errors;  // one line per violation, in the same order
+  std::vector<Violation> violations;
   double makespan = 0;
   double device_span = 0;
   double objective = 0;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/format.h"
+#include "exact/milp.h"
 
 namespace optpipe::milp {
 namespace {
@@ -219,3 +220,7 @@ Status WriteModelFile(const Model& model, const std::string& path) {
 }
 
 }  // namespace optpipe::milp
+
+namespace optpipe {
+bool MilpAvailable() { return true; }  // built only with lp_solve (OPTPIPE_WITH_EXACT)
+}  // namespace optpipe

@@ -76,6 +76,7 @@ StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
   const Clock::time_point t0 = Clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   if (Status st = Validate(p); !st.ok()) return st;
+  if (!MilpAvailable()) return Status(StatusCode::kNotApplicable, kMilpUnavailable);
   if (!(opt.time_limit_s >= 0) || !std::isfinite(opt.time_limit_s)) {
     return InvalidArgument("time_limit_s: must be a finite number >= 0");
   }
@@ -402,6 +403,7 @@ std::string ModelSize(const MilpStats& s) {
 StatusOr<MilpStats> WriteMilpModel(const Problem& p, const Schedule& incumbent,
                                    const std::string& path) {
   if (Status st = Validate(p); !st.ok()) return st;
+  if (!MilpAvailable()) return Status(StatusCode::kNotApplicable, kMilpUnavailable);
   StatusOr<SimResult> sim = Simulate(p, incumbent);
   if (!sim.ok()) return InvalidArgument("incumbent: " + sim.status().message());
   milp::BuildOptions bo;

@@ -141,6 +141,13 @@ struct MilpResult {
 StatusOr<MilpResult> SolveMilp(const Problem& p, const MilpOptions& opt,
                                const Schedule* warm_start = nullptr);
 
+// False in a build without the exact solvers (OPTPIPE_WITH_EXACT=OFF), where
+// SolveMilp and WriteMilpModel return kNotApplicable saying so.
+bool MilpAvailable();
+inline constexpr const char* kMilpUnavailable =
+    "milp is not available: optpipe was built without the exact solvers "
+    "(OPTPIPE_WITH_EXACT=OFF); rebuild with lp_solve and CaDiCaL (tools/setup.sh)";
+
 // "1953 columns (448 order, 32 offload, 448 link order, 672 memory binaries;
 // 32 pairs fixed), 4968 rows": a model's size in words, for logs.
 std::string ModelSize(const MilpStats& s);

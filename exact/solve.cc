@@ -455,6 +455,7 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
 // One method by name, its bound and what it knows of how it ended.
 StatusOr<Solved> SolveMethod(const Problem& p, const std::string& method, const SolveOptions& opt) {
   if (method == "milp") {
+    if (!MilpAvailable()) return Status(StatusCode::kNotApplicable, kMilpUnavailable);
     // Improvements as milp's steps find them, each announced only where it
     // beats every one before.
     double best = std::numeric_limits<double>::infinity();
@@ -704,7 +705,9 @@ std::vector<MethodLine> ListMethods(const Problem* p) {
     out.push_back({m.name, m.summary, p ? m.applicable(*p) : OkStatus()});
     if (m.name == "auto") out.back().summary += kAutoPolish;
   }
-  out.push_back({"milp", kMilpSummary, OkStatus()});
+  out.push_back(
+      {"milp", kMilpSummary,
+       MilpAvailable() ? OkStatus() : Status(StatusCode::kNotApplicable, kMilpUnavailable)});
   return out;
 }
 

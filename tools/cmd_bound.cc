@@ -7,6 +7,7 @@
 #include "core/schedule.h"
 #include "core/simulator.h"
 #include "core/text_format.h"
+#include "core/version.h"
 #include "tools/cli.h"
 
 namespace optpipe::cli {
@@ -96,7 +97,9 @@ Command AddBound(CLI::App& app) {
         };
         if (args->json) {
           std::cout
-              << nlohmann::json{{"bound", bound},
+              << nlohmann::json{{"format", "optpipe-bound/1"},
+                                {"generator", Generator()},
+                                {"bound", bound},
                                 {"device_bound", lb.device_bound},
                                 {"critical_path", lb.critical_path},
                                 {"memory_bound", lb.memory_bound},

@@ -4,6 +4,7 @@
 
 #include "core/checker.h"
 #include "core/format.h"
+#include "core/version.h"
 #include "tools/cli.h"
 
 namespace optpipe::cli {
@@ -21,9 +22,22 @@ int Run(const Args& a) {
   if (!t.ok()) return Fail(t.status());
   const CheckReport rep = CheckSchedule(*p, *t);
   if (a.json) {
-    std::cout << nlohmann::json{{"valid", rep.valid()},           {"makespan", rep.makespan},
-                                {"device_span", rep.device_span}, {"objective", rep.objective},
-                                {"peak_memory", rep.peak_memory}, {"errors", rep.errors}}
+    nlohmann::json violations = nlohmann::json::array();
+    for (const Violation& v : rep.violations) {
+      violations.push_back({{"kind", v.kind},
+                            {"op", v.op ? nlohmann::json(ToString(*v.op)) : nullptr},
+                            {"device", v.device >= 0 ? nlohmann::json(v.device) : nullptr},
+                            {"time", v.time ? nlohmann::json(*v.time) : nullptr},
+                            {"detail", v.detail}});
+    }
+    std::cout << nlohmann::json{{"format", "optpipe-validation/1"},
+                                {"generator", Generator()},
+                                {"valid", rep.valid()},
+                                {"makespan", rep.makespan},
+                                {"device_span", rep.device_span},
+                                {"objective", rep.objective},
+                                {"peak_memory", rep.peak_memory},
+                                {"violations", violations}}
                      .dump(1)
               << "\n";
   } else {

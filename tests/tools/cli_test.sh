@@ -17,6 +17,24 @@ m_sched=$(json_field "$tmp/s.json" makespan)
 m_val=$(json_field "$tmp/v.json" makespan)
 if [ "$m_sched" = "$m_val" ] && [ "$m_sched" = "30.0" ]; then passed=$((passed + 1)); else
   echo "FAIL: makespan schedule=$m_sched validate=$m_val (expected 30.0)"; failed=$((failed + 1)); fi
+check "validate --json: format and generator" -- python3 -c "import json, sys
+v = json.load(open(sys.argv[1]))
+assert v['format'] == 'optpipe-validation/1' and v['generator'].startswith('optpipe '), v
+assert v['violations'] == [], v" "$tmp/v.json"
+# A broken schedule: its violations as records (an op one unit too long, so its lane overlaps).
+python3 -c "import json, sys
+s = json.load(open(sys.argv[1]))
+op = next(o for o in s['ops'] if (o['stage'], o['microbatch'], o['type']) == (0, 0, 'F'))
+op['end'] += 1
+json.dump(s, open(sys.argv[2], 'w'))" "$tmp/s.json" "$tmp/broken.json"
+"$bin" validate "$cases/unit-4x8.json" "$tmp/broken.json" --json >"$tmp/vb.json"
+check "validate --json: exit 1 on a broken schedule" -- test $? -eq 1
+check "validate --json: violations as records" -- python3 -c "import json, sys
+v = json.load(open(sys.argv[1]))
+d = [x for x in v['violations'] if x['kind'] == 'duration']
+assert len(d) == 1 and d[0]['op'] == '0F0' and d[0]['device'] == 0 and d[0]['time'] == 0, v
+assert all(set(x) == {'kind', 'op', 'device', 'time', 'detail'} for x in v['violations']), v
+assert not v['valid'], v" "$tmp/vb.json"
 
 # One device runs its work without a gap: 1F1B is optimal, its bound (core's,
 # summed in another order: 3 x 0.8 = 2.4000000000000004) no more than its

@@ -4,13 +4,12 @@
 # repository's tests/ (so `tests/cases/...` resolves) and keeps the files one
 # example writes for the next; each must exit as the README shows: 0, or N
 # where the line ends in `# exit N`. Every line of the README's C++ block must
-# appear in examples/solve.cc, which the tests build and run (example_solve).
+# appear in examples/solve.cc, and its Python block in examples/solve.py, which the tests run.
 # Usage: readme_test.sh OPTPIPE SOURCE_DIR
 set -u
 # shellcheck source=expect.sh
 source "$(dirname "$0")/expect.sh" "$@"
 readme=$src/README.md
-example=$src/examples/solve.cc
 
 ln -s "$src/tests" "$tmp/tests"
 cd "$tmp" || exit 1
@@ -43,23 +42,29 @@ if [ "$ran" -lt 5 ]; then
   failed=$((failed + 1))
 fi
 
-# The C++ block, line by line (indentation aside), in the test that runs it.
-cpp=$(awk '/^```cpp/ { inside = 1; next } /^```/ { inside = 0 } inside' "$readme")
-if [ -z "$cpp" ]; then
-  echo "FAIL: README: no \`\`\`cpp block"
-  failed=$((failed + 1))
-fi
-trimmed=$(sed 's/^[[:space:]]*//' "$example")
-missing=0
-while IFS= read -r line; do
-  line=${line#"${line%%[![:space:]]*}"}
-  [ -n "$line" ] || continue
-  if ! grep -qxF -- "$line" <<<"$trimmed"; then
-    echo "FAIL: README's C++ line is not in $(basename "$example"): $line"
-    missing=$((missing + 1))
+# The C++ and Python blocks, line by line (indentation aside), in the examples the tests run.
+in_example() {  # in_example LANG EXAMPLE
+  local block trimmed line missing=0
+  block=$(awk -v fence="^\`\`\`$1\$" '$0 ~ fence { inside = 1; next } /^```/ { inside = 0 } inside' \
+    "$readme")
+  if [ -z "$block" ]; then
+    echo "FAIL: README: no \`\`\`$1 block"
+    failed=$((failed + 1))
+    return
   fi
-done <<<"$cpp"
-if [ -n "$cpp" ] && [ "$missing" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  trimmed=$(sed 's/^[[:space:]]*//' "$2")
+  while IFS= read -r line; do
+    line=${line#"${line%%[![:space:]]*}"}
+    [ -n "$line" ] || continue
+    if ! grep -qxF -- "$line" <<<"$trimmed"; then
+      echo "FAIL: README's $1 line is not in $(basename "$2"): $line"
+      missing=$((missing + 1))
+    fi
+  done <<<"$block"
+  if [ "$missing" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+}
+in_example cpp "$src/examples/solve.cc"
+in_example python "$src/examples/solve.py"
 
 echo "readme: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
