@@ -5,7 +5,7 @@
 include(CMakePackageConfigHelpers)
 
 set(OPTPIPE_LIBRARIES optpipe_core optpipe_planner optpipe_heuristics optpipe_exact optpipe_solve
-                      optpipe_runtime)
+                      optpipe_online optpipe_runtime)
 install(TARGETS ${OPTPIPE_LIBRARIES} optpipe_all EXPORT optpipeTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
@@ -16,8 +16,9 @@ endif()
 # Every header but the internal ones, which include third-party headers or
 # expose a library's insides.
 set(internal core/json_parse.h heuristics/scorer.h exact/model_internal.h exact/sat_encoding.h
-             runtime/executor_internal.h runtime/copy_pieces.h runtime/cuda_spin.h)
-foreach(dir core core/planner heuristics exact runtime)
+             online/sqlite_db.h online/cache_impl.h runtime/executor_internal.h
+             runtime/copy_pieces.h runtime/cuda_spin.h)
+foreach(dir core core/planner heuristics exact online runtime)
   file(GLOB headers RELATIVE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/${dir}/*.h)
   list(REMOVE_ITEM headers ${internal})
   foreach(h ${headers})
@@ -39,8 +40,8 @@ install(FILES ${PROJECT_BINARY_DIR}/optpipeConfig.cmake
         DESTINATION ${OPTPIPE_CMAKE_DIR})
 
 # pkg-config: static archives, so Libs lists what they need in link order.
-set(OPTPIPE_PC_LIBS "-loptpipe_solve -loptpipe_planner -loptpipe_heuristics -loptpipe_exact")
-string(APPEND OPTPIPE_PC_LIBS " -loptpipe_runtime -loptpipe_core -ltbb")
+set(OPTPIPE_PC_LIBS "-loptpipe_online -loptpipe_solve -loptpipe_planner -loptpipe_heuristics")
+string(APPEND OPTPIPE_PC_LIBS " -loptpipe_exact -loptpipe_runtime -loptpipe_core -ltbb -lsqlite3")
 if(OPTPIPE_WITH_EXACT)
   string(APPEND OPTPIPE_PC_LIBS " -llpsolve55 -lcolamd -lcadical -ldl")
 endif()

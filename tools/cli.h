@@ -17,6 +17,7 @@
 #include "core/status.h"
 #include "exact/solve.h"
 #include "heuristics/method.h"
+#include "online/cache.h"
 
 namespace optpipe::cli {
 
@@ -56,6 +57,9 @@ void SetQuiet(bool quiet);
 std::ostream& Progress();
 std::function<void(const std::string&)> ProgressLog();
 
+// "a,b,,c" -> {"a", "b", "c"}: a comma-separated option.
+std::vector<std::string> SplitList(const std::string& s);
+
 // For commands that picture a timed schedule as recorded (draw, show): a
 // warning on stderr when it breaks a rule of `p` (see `optpipe validate`),
 // naming the problem the file was made for when that is another.
@@ -87,6 +91,13 @@ Command AddImportCsv(CLI::App& app);  // tools/cmd_import_csv.cc
 Command AddBench(CLI::App& app);      // tools/cmd_bench.cc
 Command AddRun(CLI::App& app);        // tools/cmd_run.cc
 Command AddPlan(CLI::App& app);       // tools/cmd_plan.cc
+Command AddCache(CLI::App& app);      // tools/cmd_cache.cc
+
+// The schedule cache's file (--cache FILE): `given`, else $OPTPIPE_CACHE, else
+// $XDG_CACHE_HOME/optpipe/schedules.db, else ~/.cache/optpipe/schedules.db.
+std::string CacheFile(const std::string& given);
+// Says on stderr, once, why the cache went off; true when it did just now.
+bool WarnIfCacheOff(ScheduleCache& cache);
 
 // --threads, --seed and --evaluations, for subcommands that run methods.
 void AddSearchFlags(CLI::App* sub, SolveOptions& opt);

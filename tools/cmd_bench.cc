@@ -33,15 +33,6 @@ struct Args {
   SolveOptions search;  // --threads, --seed, --evaluations
 };
 
-std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 int Run(const Args& a) {
   if (a.format != "md" && a.format != "csv" && a.format != "json") {
     return Fail(InvalidArgument("--format: expected md, csv or json, got '" + a.format + "'"));

@@ -1,6 +1,8 @@
 // optpipe run: execute a schedule on the stage runtime (CPU threads or CUDA
 // streams) with synthetic kernels of the problem's op times, and compare what
 // it measured with what the simulator predicted.
+#include "tools/cmd_run.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -19,19 +21,26 @@
 #include "tools/cli.h"
 
 namespace optpipe::cli {
+namespace {}  // namespace
+
+StatusOr<std::unique_ptr<runtime::Backend>> MakeBackend(const RunArgs& a) {
+  if (a.backend == "cpu") return std::unique_ptr<runtime::Backend>(new runtime::CpuBackend());
+  // A hardware queue for every stream (up to 32), so that ops can queue
+  // behind the ones they wait for (runtime/cuda_backend.h); before CUDA
+  // creates its context, and not over the user's choice.
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", /*overwrite=*/0);
+  runtime::CudaBackendOptions copt;
+  copt.gpus = a.gpus;
+  return runtime::MakeCudaBackend(copt);
+}
+
 namespace {
 
-struct RunArgs {
-  std::string problem, schedule, backend = "cpu", measured_out, profile_out;
-  std::string trace, svg;  // views of the measured schedule
-  int iterations = 1;
-  double time_scale = 0;  // 0: the shortest compute op lasts 10 ms
-  double bytes_per_unit = 1 << 20;
-  double watchdog_s = 0;
-  int gpus = 0;
-};
-
 int RunSchedule(const RunArgs& a) {
+  if (a.online) return RunOnline(a);
+  if (a.schedule.empty()) {
+    return Fail(InvalidArgument("schedule: a schedule file is needed (or --online)"));
+  }
   StatusOr<Problem> p = LoadProblemFor(a.problem);
   if (!p.ok()) return Fail(p.status());
   StatusOr<TimedSchedule> timed = LoadScheduleFor(a.schedule);
@@ -40,20 +49,9 @@ int RunSchedule(const RunArgs& a) {
   if (!s.ok()) return Fail(s.status());
   s->method = timed->method;
 
-  std::unique_ptr<runtime::Backend> backend;
-  if (a.backend == "cpu") {
-    backend = std::make_unique<runtime::CpuBackend>();
-  } else {
-    // A hardware queue for every stream (up to 32), so that ops can queue
-    // behind the ones they wait for (runtime/cuda_backend.h); before CUDA
-    // creates its context, and not over the user's choice.
-    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", /*overwrite=*/0);
-    runtime::CudaBackendOptions copt;
-    copt.gpus = a.gpus;
-    StatusOr<std::unique_ptr<runtime::Backend>> cuda = runtime::MakeCudaBackend(copt);
-    if (!cuda.ok()) return Fail(cuda.status());
-    backend = std::move(*cuda);
-  }
+  StatusOr<std::unique_ptr<runtime::Backend>> made = MakeBackend(a);
+  if (!made.ok()) return Fail(made.status());
+  std::unique_ptr<runtime::Backend> backend = std::move(*made);
   runtime::ExecutorOptions opt;
   opt.time_scale = a.time_scale > 0 ? a.time_scale : runtime::TimeScaleFor(*p, 0.01);
   opt.bytes_per_unit = a.bytes_per_unit;
@@ -130,8 +128,7 @@ Command AddRun(CLI::App& app) {
       "run", "Execute a schedule on the stage runtime and compare it with the simulator");
   sub->add_option("problem", args->problem, "optpipe-problem/1 JSON file")->required();
   sub->add_option("schedule", args->schedule,
-                  "optpipe-schedule/1 JSON file (its per-lane order is run)")
-      ->required();
+                  "optpipe-schedule/1 JSON file (its per-lane order is run); none with --online");
   sub->add_option("--backend", args->backend, "cpu (threads) or cuda (GPU streams, NCCL)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
@@ -159,14 +156,43 @@ Command AddRun(CLI::App& app) {
   sub->add_option("--svg", args->svg, "Draw the measured schedule as a Gantt chart SVG here");
   sub->add_option("--profile-out", args->profile_out,
                   "Write the problem with the measured median op times (optpipe-problem/1) here");
+  sub->add_flag("--online", args->online,
+                "Schedule while running: start on a schedule that fits at once, refine it in the "
+                "background, adopt every better one at an iteration boundary, re-solve when the "
+                "measured times drift");
+  sub->add_option("--refine-seconds", args->refine_seconds,
+                  "--online: the background refinement's budget (and again after a drift)")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  sub->add_option("--methods", args->methods, "--online: the refinement's methods, in turn")
+      ->capture_default_str();
+  sub->add_option("--drift", args->drift,
+                  "--online: STAGE:FACTOR@ITERATION scales one stage's kernel times by FACTOR "
+                  "from that iteration (1-based) on, to show a re-solve");
+  CLI::Option* cache =
+      sub->add_option("--cache", args->cache,
+                      "--online: start from the schedule cache and store what is solved: FILE, "
+                      "or the default (see `optpipe cache --help`)")
+          ->expected(0, 1)
+          ->type_name("[FILE]");
+  sub->add_flag("--json", args->json,
+                "--online: one record per iteration on stdout (optpipe-online-run/1)");
   sub->footer(
       "Synthetic kernels last the problem's op times; activations are real buffers, counted by\n"
       "the executor, so the measured peak memory is exact. Exit 1 when an op fails or the\n"
       "watchdog fires (the message names the device and op), 3 when the backend is unavailable,\n"
       "130 when Ctrl-C stopped it (every lane stops within 0.1 s; the iterations that ended\n"
       "are reported and written).\n"
-      "Example: optpipe run tests/cases/unit-4x8.json s.json --iterations 3 --profile-out p.json");
-  return {sub, [args] { return RunSchedule(*args); }};
+      "--online: each iteration runs the schedule in use, measures it and reports the measured\n"
+      "op times to the scheduler, which re-solves once their medians over 3 iterations differ\n"
+      "from its model by more than 5% on a stage.\n"
+      "Example: optpipe run tests/cases/unit-4x8.json s.json --iterations 3 --profile-out p.json\n"
+      "         optpipe run tests/cases/llama-8dev-offload.json --online --iterations 20\n"
+      "         --refine-seconds 5 --drift 3:1.5@8 --json");
+  return {sub, [args, cache] {
+            args->use_cache = cache->count() > 0;
+            return RunSchedule(*args);
+          }};
 }
 
 }  // namespace optpipe::cli

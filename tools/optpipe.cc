@@ -98,6 +98,15 @@ std::function<void(const std::string&)> ProgressLog() {
   return [](const std::string& line) { Progress() << "optpipe: " << line << "\n"; };
 }
 
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
 SizeLimit ProblemSizeLimit() {
   const double bytes = AvailableBytes();
   SizeLimit limit;
@@ -198,9 +207,10 @@ int main(int argc, char** argv) {
                  "GiB a command may use (default: the machine's available memory); a problem "
                  "or schedule file that would need more is refused up front (exit 2)")
       ->check(kPositive);
-  const std::vector<Command> commands = {
-      AddSchedule(app), AddValidate(app), AddBound(app),     AddMethods(app), AddBench(app),
-      AddDraw(app),     AddShow(app),     AddImportCsv(app), AddRun(app),     AddPlan(app)};
+  const std::vector<Command> commands = {AddSchedule(app), AddValidate(app),  AddBound(app),
+                                         AddMethods(app),  AddBench(app),     AddDraw(app),
+                                         AddShow(app),     AddImportCsv(app), AddRun(app),
+                                         AddPlan(app),     AddCache(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
