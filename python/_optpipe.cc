@@ -7,6 +7,7 @@
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <condition_variable>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -25,6 +27,7 @@
 #include "core/simulator.h"
 #include "core/version.h"
 #include "exact/solve.h"
+#include "online/online_scheduler.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -240,6 +243,49 @@ nb::dict OrderOnlyPy(const Problem& p, const std::string& schedule) {
   return Dict({{"objective", nb::cast(asap.objective)}, {"held", nb::cast(held)}});
 }
 
+// The online scheduler for Python: its log lines wait in a queue that
+// Python drains (the background thread never takes the GIL, so stopping it
+// from Python cannot deadlock).
+struct OnlinePy {
+  std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();
+  std::shared_ptr<std::vector<std::string>> lines = std::make_shared<std::vector<std::string>>();
+  std::unique_ptr<OnlineScheduler> s;
+};
+
+std::unique_ptr<OnlinePy> OnlineStartPy(const Problem& p, double refine_seconds,
+                                        std::vector<std::string> methods, int threads,
+                                        std::optional<std::string> cache, double drift_threshold,
+                                        int drift_window) {
+  auto out = std::make_unique<OnlinePy>();
+  OnlineOptions o;
+  o.refine_seconds = refine_seconds;
+  o.methods = std::move(methods);
+  o.threads = threads;
+  o.cache_path = cache.value_or("");
+  o.drift_threshold = drift_threshold;
+  o.drift_window = drift_window;
+  o.log = [mu = out->mu, lines = out->lines](const std::string& line) {
+    std::lock_guard<std::mutex> lock(*mu);
+    lines->push_back(line);
+  };
+  std::optional<StatusOr<std::unique_ptr<OnlineScheduler>>> s;
+  {
+    nb::gil_scoped_release release;
+    s.emplace(OnlineScheduler::Start(p, o));
+  }
+  out->s = Take(std::move(*s));
+  return out;
+}
+
+nb::dict VersionPy(const ScheduleVersion& v) {
+  return Dict({{"version", nb::cast(v.version)},
+               {"method", nb::cast(v.method)},
+               {"model", nb::cast(v.problem_version)},
+               {"objective", nb::cast(v.objective)},
+               {"found_s", nb::cast(v.found_s)},
+               {"schedule", nb::cast(ToJson(ToTimed(*v.model, v.schedule, v.sim)))}});
+}
+
 nb::list MethodsPy(const Problem* p) {
   nb::list out;
   for (const MethodLine& m : ListMethods(p)) {
@@ -280,6 +326,27 @@ NB_MODULE(_optpipe, m) {
         "threads"_a, "seed"_a, "warm_start"_a.none(), "on_improvement"_a.none());
   m.def("validate", &ValidatePy, "problem"_a, "schedule"_a);
   m.def("bound", &BoundPy, "problem"_a, "search_seconds"_a, "schedule"_a.none());
+  nb::class_<OnlinePy>(m, "OnlineScheduler")
+      .def("current", [](OnlinePy& o) { return VersionPy(*o.s->Current()); })
+      .def("advance", [](OnlinePy& o) { return o.s->Advance(); })
+      .def(
+          "report", [](OnlinePy& o, const Problem& measured) { o.s->Report(measured); },
+          "measured"_a)
+      .def("model", [](OnlinePy& o) { return o.s->model(); })
+      .def("refining", [](OnlinePy& o) { return o.s->refining(); })
+      .def(
+          "wait_idle", [](OnlinePy& o, double seconds) { return o.s->WaitIdle(seconds); },
+          "seconds"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "stop", [](OnlinePy& o) { o.s->Stop(); }, nb::call_guard<nb::gil_scoped_release>())
+      .def("drain_log", [](OnlinePy& o) {
+        std::lock_guard<std::mutex> lock(*o.mu);
+        std::vector<std::string> out;
+        out.swap(*o.lines);
+        return out;
+      });
+  m.def("online_start", &OnlineStartPy, "problem"_a, "refine_seconds"_a, "methods"_a, "threads"_a,
+        "cache"_a.none(), "drift_threshold"_a, "drift_window"_a);
   m.def("pytorch_actions", &PytorchActionsPy, "problem"_a, "schedule"_a);
   m.def("order_only", &OrderOnlyPy, "problem"_a, "schedule"_a);
   m.def("methods", &MethodsPy, "problem"_a.none());

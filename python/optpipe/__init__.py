@@ -23,7 +23,7 @@ from . import _optpipe
 
 __version__: str = _optpipe.__version__
 NotApplicableError = _optpipe.NotApplicableError  # a ValueError: says why and what would apply
-__all__ = ["NotApplicableError", "Problem", "Schedule", "Op", "Result", "Validation", "Violation", "Bound",
+__all__ = ["NotApplicableError", "OnlineScheduler", "ScheduleVersion", "Problem", "Schedule", "Op", "Result", "Validation", "Violation", "Bound",
            "Method", "solve", "validate", "bound", "methods", "__version__"]
 
 
@@ -235,3 +235,72 @@ class Method:
 def methods(problem: Optional[Problem] = None) -> list[Method]:
     """Every method solve() accepts; with a problem, whether it applies and why not."""
     return [Method(*m) for m in _optpipe.methods(problem._native if problem else None)]
+
+
+@dataclass
+class ScheduleVersion:
+    """A schedule an OnlineScheduler handed out: `version` 0 is the initial one; `model`
+    counts the drifts its times were measured after; `objective` is on that model."""
+    version: int
+    method: str
+    model: int
+    objective: float
+    found_s: float
+    schedule: Schedule
+
+
+class OnlineScheduler:
+    """The training loop's scheduler (OptPipe, Fig. 1): starts at once on a schedule that
+    fits, refines it in a background thread, hands a better one out only at advance() (call
+    it at an iteration boundary), and re-solves when report()ed times drift.
+
+        with optpipe.OnlineScheduler(problem, refine_seconds=60) as online:
+            for step in range(steps):
+                online.advance()
+                run(online.current().schedule)
+                online.report(measured_problem)   # the problem with the measured op times
+    """
+
+    def __init__(self, problem: Problem, refine_seconds: float = 30.0, *,
+                 methods: tuple = ("auto", "milp"), cache: Optional[str] = None,
+                 drift_threshold: float = 0.05, drift_window: int = 3, threads: int = 1):
+        self._native = _optpipe.online_start(problem._native, float(refine_seconds),
+                                             list(methods), threads,
+                                             None if cache is None else os.fspath(cache),
+                                             float(drift_threshold), drift_window)
+
+    def current(self) -> ScheduleVersion:
+        v = self._native.current()
+        v["schedule"] = Schedule.from_dict(json.loads(v["schedule"]))
+        return ScheduleVersion(**v)
+
+    def advance(self) -> bool:
+        """Adopts the best schedule found since, if better; True when current() changed."""
+        return self._native.advance()
+
+    def report(self, measured: Problem) -> None:
+        self._native.report(measured._native)
+
+    @property
+    def model(self) -> Problem:
+        return Problem(self._native.model())
+
+    @property
+    def refining(self) -> bool:
+        return self._native.refining()
+
+    def wait_idle(self, seconds: float) -> bool:
+        return self._native.wait_idle(float(seconds))
+
+    def log(self) -> list[str]:
+        """The progress lines since the last call."""
+        return self._native.drain_log()
+
+    def stop(self) -> None:
+        self._native.stop()
+
+    def __enter__(self) -> "OnlineScheduler":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
