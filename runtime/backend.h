@@ -69,6 +69,13 @@ struct KernelContext {
   // The op's activation on the device, as the executor's pieces (runtime/executor.h:
   // cut at freed_by_b and offloadable); F finds them freshly allocated.
   const std::vector<Buffer>* activation = nullptr;
+  // The data the op receives and sends (ExecutorOptions::payload_bytes; null
+  // data without): F reads the activation of the stage before from `input`
+  // (none on the first stage) and writes its own for the next into `output`
+  // (none on the last); B reads the gradient from the stage after from
+  // `input` (none on the last stage) and writes the one it sends back into
+  // `output` (none on the first).
+  Buffer input, output;
   // The device's compute stream (a cudaStream_t) on the CUDA backend; null on the CPU.
   void* stream = nullptr;
   const RunControl* control = nullptr;
@@ -109,7 +116,8 @@ struct Edge {
   int from = 0, to = 0;            // OpSpace indices
   int from_lane = 0, to_lane = 0;  // lanes that run them
   int from_device = 0, to_device = 0;
-  double lag_s = 0;  // the problem's comm time, in wall seconds (0 on one device)
+  double lag_s = 0;       // the problem's comm time, in wall seconds (0 on one device)
+  std::size_t bytes = 0;  // the payload it carries (F to F and B to B between stages)
 };
 
 // What a producer's lane hands to the consumer's lane once the producer ended.

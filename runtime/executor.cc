@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/executor_internal.h"
+#include "runtime/peers.h"
 
 namespace optpipe::runtime {
 
@@ -27,6 +28,11 @@ StatusOr<RunResult> Executor::Run(const Schedule& s) {
   }
   if (opt_.iterations < 1) return InvalidArgument("iterations: must be >= 1");
   if (opt_.watchdog_s < 0) return InvalidArgument("watchdog_s: must be >= 0");
+  if (opt_.peers && opt_.peers->size() != p_.devices) {
+    return InvalidArgument("peers: " + std::to_string(opt_.peers->size()) +
+                           " ranks for a problem of " + std::to_string(p_.devices) +
+                           " devices: start one rank per device");
+  }
   StatusOr<SimResult> sim = Simulate(p_, s);
   if (!sim.ok()) return sim.status();
   const internal::Plan plan = internal::BuildPlan(p_, s, *sim, opt_);
@@ -58,7 +64,7 @@ StatusOr<RunResult> Executor::Run(const Schedule& s) {
   };
   if (opt_.allocate_static) {
     for (int d = 0; d < plan.D; ++d) {
-      if (plan.static_bytes[d] <= 0) continue;
+      if (plan.static_bytes[d] <= 0 || (plan.me >= 0 && d != plan.me)) continue;
       StatusOr<Buffer> b =
           backend_.AllocateDevice(d, d, static_cast<std::size_t>(plan.static_bytes[d]));
       if (!b.ok()) {
@@ -72,6 +78,16 @@ StatusOr<RunResult> Executor::Run(const Schedule& s) {
   for (int it = 0; it < opt_.iterations; ++it) {
     internal::Iteration iter(p_, plan, opt_, backend_, kernel_, control);
     Status st = iter.Run(watchdog, &trace_, it);
+    if (opt_.peers) {  // every rank learns whether all went well, then rank 0 gathers
+      StatusOr<bool> all = opt_.peers->AllOk(st.ok());
+      if (!all.ok()) {
+        st = all.status();
+      } else if (st.ok() && !*all) {
+        st = Internal("another rank failed; its own report says why");
+      } else if (st.ok()) {
+        st = iter.GatherRanks();
+      }
+    }
     if (!st.ok()) {
       release_statics();
       if (IsCancelled(st) && opt_.stop && opt_.stop->load() && !res.iterations.empty()) {

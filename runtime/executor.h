@@ -46,6 +46,8 @@
 
 namespace optpipe::runtime {
 
+class Peers;  // runtime/peers.h
+
 struct ExecutorOptions {
   // Wall seconds per problem time unit (> 0): a synthetic op of duration T lasts T * time_scale.
   double time_scale = 0.01;
@@ -61,6 +63,14 @@ struct ExecutorOptions {
   // lane stops; Run returns the iterations that ended before (RunResult::
   // interrupted), or fails with "interrupted" (IsCancelled) if none did.
   const std::atomic<bool>* stop = nullptr;
+  // Bytes every activation (F to the next stage's F) and gradient (B to the
+  // previous stage's B) carries from the producer's KernelContext::output
+  // into the consumer's ::input (runtime/backend.h); 0: none.
+  std::size_t payload_bytes = 0;
+  // One process per device (runtime/peers.h): this process runs device
+  // peers->rank()'s lanes and exchanges the messages of the others' edges;
+  // rank 0's RunResult has every rank's ops. Null: every device here.
+  Peers* peers = nullptr;
 };
 
 // One op as it ran, in problem time units since the iteration's first start.

@@ -22,6 +22,12 @@ void Iteration::Watch(double watchdog_s) {
       StopLocked(Cancelled("interrupted"));
       continue;
     }
+    if (o_.peers) {
+      if (std::optional<std::string> why = o_.peers->Aborted()) {
+        StopLocked(Internal("stopped because " + *why));
+        continue;
+      }
+    }
     const Clock::time_point now = Clock::now();
     if (now > last_progress_ && Seconds(now - last_progress_) > watchdog_s) {
       StopLocked(Internal(WatchdogMessage(now, watchdog_s)));
@@ -35,6 +41,9 @@ void Iteration::StopLocked(Status st) {
   stop_time_ = Clock::now();
   first_error_ = std::move(st);
   control_.Stop();
+  if (o_.peers && first_error_.message().rfind("stopped because rank ", 0) != 0) {
+    o_.peers->Abort(first_error_.message());  // the others stop too, and say why
+  }
   for (int r = 0; r < pl_.lanes; ++r) lane_cv_[r].notify_all();
   main_cv_.notify_all();
 }
@@ -57,6 +66,10 @@ std::string Iteration::Waiting(int r) const {
     const Edge& e = pl_.edges[ls.edge];
     const std::string from = ToString(pl_.space.At(e.from));
     const std::string dev = "device " + std::to_string(e.from_device);
+    if (Remote(pl_, e)) {
+      return "waits with " + op + " for the message of " + from + " from rank " +
+             std::to_string(e.from_device);
+    }
     if (ls.kind == LaneKind::kAwait || arrived_[ls.edge]) {
       return "waits with " + op + " for the transfer of " + from + " from " + dev +
              ", which ended at " + FormatNumber(times_[e.from].end, 3) + " s";

@@ -20,6 +20,7 @@
 #include "core/status.h"
 #include "runtime/backend.h"
 #include "runtime/executor.h"
+#include "runtime/peers.h"
 
 namespace optpipe::runtime::internal {
 
@@ -40,8 +41,11 @@ struct Plan {
   OpSpace space;
   std::vector<char> offloaded;
   std::vector<int> link_of_device;
-  std::vector<std::vector<int>> lane_ops;  // [lane] op indices in schedule order
-  std::vector<int> lane_of, device_of;     // [op index]
+  int me = -1;                             // the device this process runs; -1: all
+  std::vector<std::vector<int>> lane_ops;  // [lane] op indices in schedule order (this process's)
+  std::vector<std::vector<int>> all_lane_ops;  // [lane] every device's
+  std::vector<int> data_in, data_out;          // [op index] the edge whose payload it reads/writes
+  std::vector<int> lane_of, device_of;         // [op index]
   std::vector<Edge> edges;
   std::vector<std::vector<int>> in_edges, out_edges;  // [op index] edge ids
   // Memory: per device the simulator's order of allocations and frees.
@@ -86,6 +90,9 @@ class Iteration {
 
   Status Run(double watchdog_s, RunTrace* trace, int iteration);
   IterationResult Result() const;
+  // One process per device: rank 0 collects every rank's times and peaks
+  // (runtime/executor_ranks.cc); every rank calls it after a good iteration.
+  Status GatherRanks();
 
  private:
   double Since(Clock::time_point t) const { return Seconds(t - origin_); }
@@ -159,6 +166,12 @@ class Iteration {
   std::vector<OpTimes> times_;
   std::vector<char> ran_;
   std::vector<std::vector<Op>> lane_order_;
+  std::vector<std::vector<std::byte>> payload_;  // [edge] what a data edge carries
 };
+
+// True when edge `e` of the plan crosses to another process.
+inline bool Remote(const Plan& pl, const Edge& e) {
+  return pl.me >= 0 && (e.from_device != pl.me || e.to_device != pl.me);
+}
 
 }  // namespace optpipe::runtime::internal

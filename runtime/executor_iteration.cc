@@ -36,19 +36,43 @@ Iteration::Iteration(const Problem& p, const Plan& pl, const ExecutorOptions& o,
   ran_.assign(n, 0);
   lane_order_.assign(pl.lanes, {});
   lanes_.assign(pl.lanes, LaneState{});
+  payload_.assign(pl.edges.size(), {});
+  for (const Edge& e : pl.edges) {
+    const bool mine = pl.me < 0 || e.from_device == pl.me || e.to_device == pl.me;
+    if (e.bytes > 0 && mine) payload_[e.id].assign(e.bytes, std::byte{0});
+  }
 }
 
 Status Iteration::Run(double watchdog_s, RunTrace* trace, int iteration) {
   control_.Reset();
   origin_ = Clock::now() + std::chrono::milliseconds(5);
+  if (o_.peers) {  // rank 0's origin, far enough ahead for every rank to hear of it
+    StatusOr<Clock::time_point> agreed =
+        o_.peers->AgreeOrigin(Clock::now() + std::chrono::milliseconds(20));
+    if (!agreed.ok()) return agreed.status();
+    origin_ = *agreed;
+  }
   if (Status st = be_.BeginIteration(origin_); !st.ok()) return st;
-  last_progress_ = origin_;
-  running_ = pl_.lanes;
+  last_progress_ = std::max(origin_, Clock::now());
+  // Lanes without an op of this process's device (another rank's) do not start.
+  std::vector<int> local;
+  for (int r = 0; r < pl_.lanes; ++r) {
+    if (pl_.me < 0 || !pl_.lane_ops[r].empty()) {
+      local.push_back(r);
+    } else {
+      lanes_[r].kind = LaneKind::kDone;
+      lanes_[r].note = "another rank's";
+    }
+  }
+  running_ = static_cast<int>(local.size());
   std::vector<std::thread> threads;
-  threads.reserve(pl_.lanes);
-  for (int r = 0; r < pl_.lanes; ++r) threads.emplace_back([this, r] { LaneMain(r); });
+  threads.reserve(local.size());
+  for (int r : local) threads.emplace_back([this, r] { LaneMain(r); });
   Watch(watchdog_s);
   for (std::thread& t : threads) t.join();
+  if (o_.peers && !stopped_) {
+    if (Status st = o_.peers->Flush(control_); !st.ok()) StopLocked(st);
+  }
   const Status end = be_.EndIteration(stopped_);
   trace->iteration = iteration;
   trace->stop_s = stopped_ ? Seconds(stop_time_ - origin_) : -1.0;
@@ -57,6 +81,7 @@ Status Iteration::Run(double watchdog_s, RunTrace* trace, int iteration) {
   if (stopped_) return first_error_;
   if (!end.ok()) return end;
   for (int d = 0; d < pl_.D; ++d) {
+    if (pl_.me >= 0 && d != pl_.me) continue;
     if (next_[d] != static_cast<int>(pl_.mem_seq[d].size()) ||
         mem_bytes_[d] != pl_.static_bytes[d]) {
       return Internal("device " + std::to_string(d) + ": memory events left after the iteration");
@@ -106,6 +131,27 @@ bool Iteration::RunOp(int r, int i) {
   // 1. Dependencies.
   for (int eid : pl_.in_edges[i]) {
     Message m;
+    const Edge& e = pl_.edges[eid];
+    if (Remote(pl_, e)) {  // from another rank: its message is the data and the producer's end
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopped_) return false;
+        SetState(r, LaneKind::kAwait, i, eid);
+      }
+      StatusOr<double> end_s =
+          o_.peers->Recv(e.from_device, eid, payload_[eid].data(), e.bytes, control_);
+      if (end_s.ok()) m.ready_s = *end_s + e.lag_s;
+      const Status st = end_s.ok() ? be_.Await(e, m) : end_s.status();
+      if (!st.ok()) {
+        Fail(r, i, st);
+        return false;
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        Progress();
+      }
+      continue;
+    }
     {
       std::unique_lock<std::mutex> lock(mu_);
       SetState(r, LaneKind::kWaitDep, i, eid);
@@ -140,6 +186,14 @@ bool Iteration::RunOp(int r, int i) {
   // when it has ended).
   const Launched deliver = [&](double end_s) -> Status {
     for (int eid : pl_.out_edges[i]) {
+      const Edge& e = pl_.edges[eid];
+      if (Remote(pl_, e)) {
+        if (Status st = o_.peers->Send(e.to_device, eid, payload_[eid].data(), e.bytes, end_s);
+            !st.ok()) {
+          return st;
+        }
+        continue;
+      }
       StatusOr<Message> m = be_.Deliver(pl_.edges[eid], end_s);
       if (!m.ok()) return m.status();
       std::lock_guard<std::mutex> lock(mu_);
@@ -157,6 +211,14 @@ bool Iteration::RunOp(int r, int i) {
     ctx.op = op;
     ctx.activation = &dev;
     ctx.control = &control_;
+    if (pl_.data_in[i] >= 0) {
+      std::vector<std::byte>& in = payload_[pl_.data_in[i]];
+      ctx.input = Buffer{in.data(), in.size()};
+    }
+    if (pl_.data_out[i] >= 0) {
+      std::vector<std::byte>& out = payload_[pl_.data_out[i]];
+      ctx.output = Buffer{out.data(), out.size()};
+    }
     st = be_.RunCompute(r, kernel_, ctx, started, deliver, &t);
   } else {
     std::vector<Buffer>& host = host_[Sm(op)];

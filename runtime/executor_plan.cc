@@ -6,6 +6,7 @@
 
 #include "core/dag.h"
 #include "runtime/executor_internal.h"
+#include "runtime/peers.h"
 
 namespace optpipe::runtime::internal {
 
@@ -47,6 +48,33 @@ std::vector<int> TopologicalRank(const Problem& p, const Plan& pl) {
   }
   (void)p;
   return rank;
+}
+
+// One process per device: this process keeps device `me`'s ops in every lane.
+// A host link's lane may hold ops of devices in other processes; where one
+// op follows another's, an edge (no lag, no payload) keeps their order.
+void KeepDevice(Plan& pl, int me) {
+  pl.me = me;
+  for (std::vector<int>& lane : pl.lane_ops) {
+    std::vector<int> mine;
+    for (std::size_t k = 0; k < lane.size(); ++k) {
+      const int i = lane[k];
+      if (k > 0 && pl.device_of[lane[k - 1]] != pl.device_of[i]) {
+        Edge e;
+        e.id = static_cast<int>(pl.edges.size());
+        e.from = lane[k - 1];
+        e.to = i;
+        e.from_lane = e.to_lane = pl.lane_of[i];
+        e.from_device = pl.device_of[e.from];
+        e.to_device = pl.device_of[i];
+        pl.in_edges[i].push_back(e.id);
+        pl.out_edges[e.from].push_back(e.id);
+        pl.edges.push_back(e);
+      }
+      if (pl.device_of[i] == me) mine.push_back(i);
+    }
+    lane = std::move(mine);
+  }
 }
 
 }  // namespace
@@ -91,6 +119,10 @@ Plan BuildPlan(const Problem& p, const Schedule& s, const SimResult& sim,
         e.from_device = pl.device_of[qi];
         e.to_device = pl.device_of[i];
         e.lag_s = lag * o.time_scale;
+        const Op from = pl.space.At(qi), to = pl.space.At(i);
+        if (from.type == to.type && IsCompute(from.type) && from.stage != to.stage) {
+          e.bytes = o.payload_bytes;  // an activation (F) or a gradient (B)
+        }
         pl.longest_s = std::max(pl.longest_s, e.lag_s);
         pl.in_edges[i].push_back(e.id);
         pl.out_edges[qi].push_back(e.id);
@@ -194,6 +226,15 @@ Plan BuildPlan(const Problem& p, const Schedule& s, const SimResult& sim,
     }
     pl.mem_offset[d + 1] = pl.mem_offset[d] + static_cast<int>(pl.mem_seq[d].size());
   }
+  pl.data_in.assign(n, -1);
+  pl.data_out.assign(n, -1);
+  for (const Edge& e : pl.edges) {
+    if (e.bytes == 0) continue;
+    pl.data_in[e.to] = e.id;
+    pl.data_out[e.from] = e.id;
+  }
+  pl.all_lane_ops = pl.lane_ops;
+  if (o.peers) KeepDevice(pl, o.peers->rank());
   return pl;
 }
 

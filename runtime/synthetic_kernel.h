@@ -1,7 +1,9 @@
 // SyntheticKernel: a stage kernel for benchmarks and tests. Every F, B and W
 // keeps its device busy for the problem's duration of the op (core/problem.h
 // Duration) times the time scale, through the backend's KernelContext::occupy
-// (sleep-and-spin on the CPU, a spin kernel on a GPU).
+// (sleep-and-spin on the CPU, a spin kernel on a GPU). With payloads
+// (KernelContext input/output) it also runs a checksum chain through them:
+// a value that reached the wrong op, or none, fails the op that checks it.
 //
 //   SyntheticKernel k(problem, 0.01);                        // 1 time unit = 10 ms
 //   SyntheticFaults faults;
@@ -9,6 +11,7 @@
 //   SyntheticKernel bad(problem, 0.01, faults);
 #pragma once
 
+#include <atomic>
 #include <optional>
 
 #include "core/problem.h"
@@ -29,11 +32,18 @@ class SyntheticKernel : public StageKernel {
   Status B(int stage, int microbatch, KernelContext& ctx) override;
   Status W(int stage, int microbatch, KernelContext& ctx) override;
 
+  // Micro-batches whose payload chain checked out: forward at the last
+  // stage, backward at the first (ExecutorOptions::payload_bytes >= 8).
+  int forward_checked() const { return forward_checked_.load(); }
+  int backward_checked() const { return backward_checked_.load(); }
+
  private:
   Status Run(const Op& op, KernelContext& ctx);
+  Status Checksum(const Op& op, KernelContext& ctx);
   const Problem& p_;
   double time_scale_;
   SyntheticFaults faults_;
+  std::atomic<int> forward_checked_{0}, backward_checked_{0};
 };
 
 }  // namespace optpipe::runtime

@@ -54,6 +54,8 @@ StatusOr<TimedSchedule> LoadScheduleFor(const std::string& path);
 // warnings are not): Progress() is std::cerr or a stream that drops all,
 // ProgressLog() a log sink for SolveOptions::log and BoundOptions::log.
 void SetQuiet(bool quiet);
+// Errors name this process's rank (one process per device under mpirun).
+void SetRank(int rank);
 std::ostream& Progress();
 std::function<void(const std::string&)> ProgressLog();
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/text_format.h"
+#include "core/version.h"
 #include "online/cache.h"
 #include "tools/cli.h"
 
@@ -83,7 +84,12 @@ int List(ScheduleCache& cache, const Args& a) {
   if (a.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const CacheEntry& e : *rows) out.push_back(ToJsonValue(e));
-    std::cout << out.dump(1) << "\n";
+    std::cout << nlohmann::json{{"format", "optpipe-cache-list/1"},
+                                {"generator", Generator()},
+                                {"cache", cache.path()},
+                                {"rows", out}}
+                     .dump(1)
+              << "\n";
     return kOk;
   }
   Progress() << "optpipe: " << cache.path() << ": " << rows->size() << " schedule(s)\n";
@@ -127,7 +133,10 @@ int Show(ScheduleCache& cache, const Args& a) {
     if (Status st = WriteFile(path, *text); !st.ok()) return Fail(st);
   }
   if (a.json) {
-    std::cout << ToJsonValue(*e).dump(1) << "\n";
+    nlohmann::json row = ToJsonValue(*e);
+    row["format"] = "optpipe-cache-row/1";
+    row["generator"] = Generator();
+    std::cout << row.dump(1) << "\n";
     return kOk;
   }
   std::cout << "id: " << e->id << "\nproblem: " << e->name << "\nkey: " << ToString(e->key)
@@ -197,7 +206,9 @@ int Import(ScheduleCache& cache, const Args& a) {
     ++i;
   }
   if (a.json) {
-    std::cout << nlohmann::json{{"added", sum.added},
+    std::cout << nlohmann::json{{"format", "optpipe-cache-import/1"},
+                                {"generator", Generator()},
+                                {"added", sum.added},
                                 {"replaced", sum.replaced},
                                 {"kept", sum.kept},
                                 {"rejected", sum.rejected}}

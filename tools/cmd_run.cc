@@ -17,6 +17,7 @@
 #include "runtime/cuda_backend.h"
 #include "runtime/executor.h"
 #include "runtime/measure.h"
+#include "runtime/peers.h"
 #include "runtime/synthetic_kernel.h"
 #include "tools/cli.h"
 
@@ -49,6 +50,30 @@ int RunSchedule(const RunArgs& a) {
   if (!s.ok()) return Fail(s.status());
   s->method = timed->method;
 
+  // Under a launcher: this process is one rank and runs one device.
+  std::unique_ptr<runtime::Peers> peers;
+  if (runtime::LaunchedAsRanks()) {
+    StatusOr<std::unique_ptr<runtime::Peers>> joined = runtime::ConnectPeers();
+    if (!joined.ok()) return Fail(joined.status());
+    peers = std::move(*joined);
+    SetRank(peers->rank());
+    if (peers->rank() != 0) SetQuiet(true);
+    if (peers->size() != p->devices) {
+      return Fail(InvalidArgument("ranks: " + std::to_string(peers->size()) + " started for " +
+                                  std::to_string(p->devices) +
+                                  " devices; start one a device "
+                                  "(mpirun -np " +
+                                  std::to_string(p->devices) + ")"));
+    }
+    if (a.backend != "cpu") {
+      return Fail(Status(StatusCode::kNotApplicable,
+                         "--backend cuda runs every device in one process for now; one rank "
+                         "per GPU (NCCL across processes) is not built yet: use --backend cpu "
+                         "under mpirun, or cuda without it"));
+    }
+  }
+  const bool reports = !peers || peers->rank() == 0;  // rank 0 prints and writes
+
   StatusOr<std::unique_ptr<runtime::Backend>> made = MakeBackend(a);
   if (!made.ok()) return Fail(made.status());
   std::unique_ptr<runtime::Backend> backend = std::move(*made);
@@ -58,27 +83,68 @@ int RunSchedule(const RunArgs& a) {
   opt.iterations = a.iterations;
   opt.watchdog_s = a.watchdog_s;
   opt.stop = InterruptFlag();
+  opt.payload_bytes = a.payload_bytes;
+  opt.peers = peers.get();
   Progress() << "optpipe: running " << p->name << " (" << p->devices << " devices x "
              << p->microbatches << " micro-batches) with " << s->method << " on the " << a.backend
              << " backend: " << a.iterations
              << " iteration(s), 1 time unit = " << opt.time_scale * 1e3
              << " ms, 1 memory unit = " << std::fixed << std::setprecision(0) << opt.bytes_per_unit
-             << " bytes\n"
-             << std::defaultfloat << std::setprecision(6);
+             << " bytes, " << a.payload_bytes << " bytes a transfer";
+  if (peers) {
+    Progress() << ", " << peers->size() << " ranks (clocks aligned within "
+               << peers->clock_error_s() * 1e6 << " us)";
+  }
+  Progress() << "\n" << std::defaultfloat << std::setprecision(6);
 
-  runtime::SyntheticKernel kernel(*p, opt.time_scale);
+  runtime::SyntheticFaults faults;
+  if (!a.fault.empty()) {
+    const std::size_t colon = a.fault.find(':');
+    StatusOr<Op> op = ParseOp(colon == std::string::npos ? "" : a.fault.substr(colon + 1));
+    const std::string kind = a.fault.substr(0, colon);
+    if (!op.ok() || (kind != "fail" && kind != "hang")) {
+      return Fail(InvalidArgument("--fault: '" + a.fault + "' is not fail:OP or hang:OP (2F3)"));
+    }
+    (kind == "fail" ? faults.fail : faults.hang) = *op;
+  }
+  runtime::SyntheticKernel kernel(*p, opt.time_scale, faults);
   runtime::Executor ex(*p, *backend, kernel, opt);
   StatusOr<runtime::RunResult> r = ex.Run(*s);
   if (!r.ok()) {
     for (const runtime::LaneReport& l : ex.trace().lanes) {
-      std::cerr << "optpipe:   " << l.lane << ": " << l.state << " (" << l.ops_done << "/"
-                << l.ops_total << " ops)\n";
+      if (l.state == "another rank's") continue;
+      std::cerr << "optpipe: " << (peers ? "rank " + std::to_string(peers->rank()) + ": " : "")
+                << "  " << l.lane << ": " << l.state << " (" << l.ops_done << "/" << l.ops_total
+                << " ops)\n";
     }
     if (Interrupted()) {
       std::cerr << "optpipe: run interrupted: every lane stopped, nothing measured\n";
       return kInterrupted;
     }
-    return Fail(r.status());
+    const int code = Fail(r.status());
+    // Every rank has stopped (they tell each other): let all say where they stood
+    // before any exits, which makes the launcher end the job.
+    if (peers) (void)peers->AllOk(false);
+    return code;
+  }
+  // The payload chain: every micro-batch checked forward (last stage) and backward (first).
+  std::vector<double> checked = {double(kernel.forward_checked()),
+                                 double(kernel.backward_checked())};
+  if (peers) {
+    std::vector<double> all;
+    if (Status st = peers->Gather(checked, &all); !st.ok()) return Fail(st);
+    for (std::size_t k = 2; k < all.size(); ++k) all[k % 2] += all[k];
+    if (!all.empty()) checked = {all[0], all[1]};
+    peers->Finalize();
+  }
+  if (!reports) return kOk;
+  if (a.payload_bytes >= 8 && !r->interrupted) {  // an interrupted iteration checked some
+    const int want = p->microbatches * static_cast<int>(r->iterations.size());
+    Progress() << "optpipe: payloads: checksum chain right for " << checked[0] << "/" << want
+               << " micro-batches forward and " << checked[1] << "/" << want << " backward\n";
+    if (checked[0] != want || checked[1] != want) {
+      return Fail(Internal("payloads: the checksum chain missed micro-batches"));
+    }
   }
   const runtime::IterationResult& med = runtime::MedianIteration(*r);
   double lo = med.makespan, hi = med.makespan;
@@ -146,6 +212,13 @@ Command AddRun(CLI::App& app) {
                   "Seconds without any op starting or ending that stop the run (default: 2 s + 4x "
                   "the longest op)")
       ->check(kPositive);
+  sub->add_option("--payload-bytes", args->payload_bytes,
+                  "Bytes every activation and gradient carries between stages (a checksum "
+                  "chain through them is checked)")
+      ->capture_default_str();
+  sub->add_option("--fault", args->fault,
+                  "Testing: fail:OP makes that op's kernel fail halfway, hang:OP never end "
+                  "(e.g. hang:2F3); every lane, and every rank, must stop and say where");
   sub->add_option("--gpus", args->gpus,
                   "cuda: GPUs to use (default: all); device d runs on GPU d % gpus")
       ->check(kNonNegative);
@@ -179,8 +252,11 @@ Command AddRun(CLI::App& app) {
                 "--online: one record per iteration on stdout (optpipe-online-run/1)");
   sub->footer(
       "Synthetic kernels last the problem's op times; activations are real buffers, counted by\n"
-      "the executor, so the measured peak memory is exact. Exit 1 when an op fails or the\n"
-      "watchdog fires (the message names the device and op), 3 when the backend is unavailable,\n"
+      "the executor, so the measured peak memory is exact. Under mpirun (Open MPI) each rank\n"
+      "runs one device: mpirun -np D optpipe run P S (CPU backend; messages and payloads over\n"
+      "MPI; rank 0 prints and writes; a rank that fails or hangs stops every other one).\n"
+      "Exit 1 when an op fails or the watchdog fires (the message names the device and op), 3\n"
+      "when the backend is unavailable,\n"
       "130 when Ctrl-C stopped it (every lane stops within 0.1 s; the iterations that ended\n"
       "are reported and written).\n"
       "--online: each iteration runs the schedule in use, measures it and reports the measured\n"

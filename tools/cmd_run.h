@@ -18,6 +18,8 @@ struct RunArgs {
   double bytes_per_unit = 1 << 20;
   double watchdog_s = 0;
   int gpus = 0;
+  std::size_t payload_bytes = 64 << 10;
+  std::string fault;  // fail:OP or hang:OP, for tests of fault handling
   // --online
   bool online = false;
   bool json = false;

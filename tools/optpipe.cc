@@ -162,8 +162,14 @@ int FailNoSchedule(const SolveResult& r) {
                      r.message));
 }
 
+namespace {
+std::string error_prefix = "optpipe: ";
+}  // namespace
+
+void SetRank(int rank) { error_prefix = "optpipe: rank " + std::to_string(rank) + ": "; }
+
 int Fail(const Status& st) {
-  std::cerr << "optpipe: " << st.message() << "\n";
+  std::cerr << error_prefix << st.message() << "\n";
   return Interrupted() ? kInterrupted : ExitFor(st);  // a search cut short found nothing
 }
 
@@ -171,19 +177,25 @@ namespace {
 std::atomic<bool> interrupted{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
 
-extern "C" void OnInterrupt(int) {
-  // Only async-signal-safe calls here: the next Ctrl-C gets the default action.
-  std::signal(SIGINT, SIG_DFL);
+extern "C" void OnInterrupt(int sig) {
+  // Only async-signal-safe calls here: the next signal gets the default action.
+  std::signal(sig, SIG_DFL);
   interrupted.store(true);
-  constexpr char kMessage[] =
+  constexpr char kInt[] =
       "\noptpipe: interrupted: stopping with what it has (Ctrl-C again quits at once)\n";
-  [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+  constexpr char kTerm[] = "optpipe: terminated (SIGTERM): stopping with what it has\n";
+  [[maybe_unused]] const ssize_t n = sig == SIGINT ? write(STDERR_FILENO, kInt, sizeof kInt - 1)
+                                                   : write(STDERR_FILENO, kTerm, sizeof kTerm - 1);
 }
 }  // namespace
 
 const std::atomic<bool>* InterruptFlag() { return &interrupted; }
 bool Interrupted() { return interrupted.load(); }
-void InstallInterruptHandler() { std::signal(SIGINT, OnInterrupt); }
+// SIGTERM too: a launcher (mpirun) ending the job lets every rank say where it stood.
+void InstallInterruptHandler() {
+  std::signal(SIGINT, OnInterrupt);
+  std::signal(SIGTERM, OnInterrupt);
+}
 
 }  // namespace optpipe::cli
 

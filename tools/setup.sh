@@ -11,6 +11,7 @@ packages=(
   libtbb-dev libboost-graph-dev         # parallel search, the op DAG
   nlohmann-json3-dev libcli11-dev       # file formats, command line
   libsqlite3-dev                        # online/: the schedule cache
+  openmpi-bin libopenmpi-dev            # runtime/: one process per device under mpirun
   libgtest-dev libbenchmark-dev         # tests and benchmarks
 )
 missing=()

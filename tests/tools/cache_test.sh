@@ -49,7 +49,9 @@ want="takes no warm start" expect 0 "near hit: 1f1b takes no warm start" -- \
 want="unit-4x8" expect 0 "cache list" -- "$bin" cache list --cache "$db"
 "$bin" cache --cache "$db" list --json >"$tmp/list.json"
 check "cache list --json: two rows, auto's objective 27" -- python3 -c "import json, sys
-rows = json.load(open(sys.argv[1]))
+listed = json.load(open(sys.argv[1]))
+rows = listed['rows']
+assert listed['format'] == 'optpipe-cache-list/1', listed
 sys.exit(0 if [r['id'] for r in rows] == [1, 2] and rows[0]['objective'] == 27
          and rows[0]['method'] == 'auto' and rows[0]['name'] == 'unit-4x8' else 1)" "$tmp/list.json"
 want="method: auto (optimal" expect 0 "cache show ID" -- "$bin" cache show 1 --cache "$db" -o "$tmp/shown.json"
