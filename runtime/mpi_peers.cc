@@ -133,6 +133,14 @@ class MpiPeers : public Peers {
     return text;
   }
 
+  Status Broadcast(std::string& text) override {
+    std::uint64_t size = text.size();
+    OPTPIPE_MPI(MPI_Bcast(&size, 1, MPI_UINT64_T, 0, gather_));
+    text.resize(size);
+    OPTPIPE_MPI(MPI_Bcast(text.data(), static_cast<int>(size), MPI_CHAR, 0, gather_));
+    return OkStatus();
+  }
+
   StatusOr<bool> AllOk(bool ok) override {
     int mine = ok ? 1 : 0, all = 0;
     OPTPIPE_MPI(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, gather_));

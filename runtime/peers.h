@@ -51,6 +51,8 @@ class Peers {
   virtual std::optional<std::string> Aborted() = 0;
   // Rank 0 receives every rank's `mine` (all of one size), rank after rank.
   virtual Status Gather(const std::vector<double>& mine, std::vector<double>* all) = 0;
+  // Rank 0's `text` to every rank (all call it).
+  virtual Status Broadcast(std::string& text) = 0;
   // Every rank calls it after an iteration: true when it went well on all.
   virtual StatusOr<bool> AllOk(bool ok) = 0;
   // Leaves the job after a run that ended well on every rank.

@@ -24,6 +24,27 @@
 namespace optpipe::cli {
 namespace {}  // namespace
 
+StatusOr<std::unique_ptr<runtime::Peers>> JoinRanks(const RunArgs& a, const Problem& p) {
+  if (!runtime::LaunchedAsRanks()) return std::unique_ptr<runtime::Peers>();
+  StatusOr<std::unique_ptr<runtime::Peers>> joined = runtime::ConnectPeers();
+  if (!joined.ok()) return joined.status();
+  std::unique_ptr<runtime::Peers> peers = std::move(*joined);
+  SetRank(peers->rank());
+  if (peers->rank() != 0) SetQuiet(true);
+  if (peers->size() != p.devices) {
+    return InvalidArgument("ranks: " + std::to_string(peers->size()) + " started for " +
+                           std::to_string(p.devices) + " devices; start one a device (mpirun -np " +
+                           std::to_string(p.devices) + ")");
+  }
+  if (a.backend != "cpu") {
+    return Status(StatusCode::kNotApplicable,
+                  "--backend cuda runs every device in one process for now; one rank per GPU "
+                  "(NCCL across processes) is not built yet: use --backend cpu under mpirun, "
+                  "or cuda without it");
+  }
+  return peers;
+}
+
 StatusOr<std::unique_ptr<runtime::Backend>> MakeBackend(const RunArgs& a) {
   if (a.backend == "cpu") return std::unique_ptr<runtime::Backend>(new runtime::CpuBackend());
   // A hardware queue for every stream (up to 32), so that ops can queue
@@ -50,28 +71,9 @@ int RunSchedule(const RunArgs& a) {
   if (!s.ok()) return Fail(s.status());
   s->method = timed->method;
 
-  // Under a launcher: this process is one rank and runs one device.
-  std::unique_ptr<runtime::Peers> peers;
-  if (runtime::LaunchedAsRanks()) {
-    StatusOr<std::unique_ptr<runtime::Peers>> joined = runtime::ConnectPeers();
-    if (!joined.ok()) return Fail(joined.status());
-    peers = std::move(*joined);
-    SetRank(peers->rank());
-    if (peers->rank() != 0) SetQuiet(true);
-    if (peers->size() != p->devices) {
-      return Fail(InvalidArgument("ranks: " + std::to_string(peers->size()) + " started for " +
-                                  std::to_string(p->devices) +
-                                  " devices; start one a device "
-                                  "(mpirun -np " +
-                                  std::to_string(p->devices) + ")"));
-    }
-    if (a.backend != "cpu") {
-      return Fail(Status(StatusCode::kNotApplicable,
-                         "--backend cuda runs every device in one process for now; one rank "
-                         "per GPU (NCCL across processes) is not built yet: use --backend cpu "
-                         "under mpirun, or cuda without it"));
-    }
-  }
+  StatusOr<std::unique_ptr<runtime::Peers>> joined = JoinRanks(a, *p);
+  if (!joined.ok()) return Fail(joined.status());
+  std::unique_ptr<runtime::Peers> peers = std::move(*joined);
   const bool reports = !peers || peers->rank() == 0;  // rank 0 prints and writes
 
   StatusOr<std::unique_ptr<runtime::Backend>> made = MakeBackend(a);

@@ -5,8 +5,10 @@
 #include <memory>
 #include <string>
 
+#include "core/problem.h"
 #include "core/status.h"
 #include "runtime/backend.h"
+#include "runtime/peers.h"
 
 namespace optpipe::cli {
 
@@ -32,6 +34,10 @@ struct RunArgs {
 
 // The backend `a.backend` names (cuda: one hardware queue per stream).
 StatusOr<std::unique_ptr<runtime::Backend>> MakeBackend(const RunArgs& a);
+
+// Under a launcher (mpirun): this process's rank, checked against the
+// problem's devices and the backend; null without a launcher.
+StatusOr<std::unique_ptr<runtime::Peers>> JoinRanks(const RunArgs& a, const Problem& p);
 
 int RunOnline(const RunArgs& a);  // tools/cmd_run_online.cc
 

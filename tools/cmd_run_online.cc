@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "core/format.h"
+#include "core/simulator.h"
 #include "core/version.h"
 #include "online/online_scheduler.h"
 #include "runtime/cpu_backend.h"
@@ -66,6 +67,10 @@ int RunOnline(const RunArgs& a) {
   }
   StatusOr<std::optional<DriftSpec>> drift = ParseDrift(a.drift, *p);
   if (!drift.ok()) return Fail(drift.status());
+  StatusOr<std::unique_ptr<runtime::Peers>> joined = JoinRanks(a, *p);
+  if (!joined.ok()) return Fail(joined.status());
+  std::unique_ptr<runtime::Peers> peers = std::move(*joined);
+  const bool leader = !peers || peers->rank() == 0;  // decides, prints and writes
   StatusOr<std::unique_ptr<runtime::Backend>> backend = MakeBackend(a);
   if (!backend.ok()) return Fail(backend.status());
 
@@ -81,6 +86,8 @@ int RunOnline(const RunArgs& a) {
   eo.watchdog_s = a.watchdog_s;
   eo.iterations = 1;
   eo.stop = InterruptFlag();
+  eo.payload_bytes = a.payload_bytes;
+  eo.peers = peers.get();
   runtime::SyntheticKernel steady(*p, eo.time_scale), slowed(drifted, eo.time_scale);
 
   OnlineOptions oo;
@@ -88,28 +95,52 @@ int RunOnline(const RunArgs& a) {
   oo.methods = SplitList(a.methods);
   oo.log = ProgressLog();
   if (a.use_cache) oo.cache_path = CacheFile(a.cache);
-  StatusOr<std::unique_ptr<OnlineScheduler>> online = OnlineScheduler::Start(*p, oo);
-  if (!online.ok()) return Fail(online.status());
+  std::unique_ptr<OnlineScheduler> online;  // rank 0's
+  if (leader) {
+    StatusOr<std::unique_ptr<OnlineScheduler>> started = OnlineScheduler::Start(*p, oo);
+    if (!started.ok()) return Fail(started.status());
+    online = std::move(*started);
+  }
   Progress() << "optpipe: running " << p->name << " online on the " << a.backend
              << " backend: " << a.iterations
              << " iteration(s), 1 time unit = " << eo.time_scale * 1e3 << " ms, refining with "
              << a.methods << " for " << a.refine_seconds << " s\n";
 
   nlohmann::json records = nlohmann::json::array(), swaps = nlohmann::json::array();
-  swaps.push_back(VersionJson(*(*online)->Current()));
-  for (int it = 1; it <= a.iterations && !Interrupted(); ++it) {
-    const bool swapped = it > 1 && (*online)->Advance();
-    const std::shared_ptr<const ScheduleVersion> cur = (*online)->Current();
-    if (swapped) swaps.push_back(VersionJson(*cur));
+  if (leader) swaps.push_back(VersionJson(*online->Current()));
+  for (int it = 1; it <= a.iterations; ++it) {
+    // Rank 0 decides at the boundary: the schedule in use and its model, or
+    // (empty) stop; every rank runs what it says.
+    bool swapped = false;
+    std::shared_ptr<const ScheduleVersion> cur;
+    std::string plan;
+    if (leader && !Interrupted()) {
+      swapped = it > 1 && online->Advance();
+      cur = online->Current();
+      if (swapped) swaps.push_back(VersionJson(*cur));
+      plan = ToJson(*cur->model) + '\0' + ToJson(ToTimed(*cur->model, cur->schedule, cur->sim));
+    }
+    if (peers) {
+      if (Status st = peers->Broadcast(plan); !st.ok()) return Fail(st);
+    }
+    if (plan.empty()) break;
+    const std::size_t cut = plan.find('\0');
+    StatusOr<Problem> model = ParseProblem(plan.substr(0, cut));
+    StatusOr<TimedSchedule> timed = ParseTimedSchedule(plan.substr(cut + 1));
+    StatusOr<Schedule> schedule = timed.ok() ? OrdersOf(*model, *timed) : timed.status();
+    if (!model.ok() || !schedule.ok()) {
+      return Fail(Internal("rank 0's plan: " +
+                           (model.ok() ? schedule.status() : model.status()).message()));
+    }
     const bool slow = *drift && it >= (*drift)->from;
     // The kernels take the true times; the executor orders memory as the
     // schedule's model predicts (a schedule of another model may not fit).
-    const Problem& model = *cur->model;
-    runtime::Executor ex(model, **backend, slow ? slowed : steady, eo);
-    StatusOr<runtime::RunResult> r = ex.Run(cur->schedule);
+    runtime::Executor ex(*model, **backend, slow ? slowed : steady, eo);
+    StatusOr<runtime::RunResult> r = ex.Run(*schedule);
     if (!r.ok()) return Interrupted() ? kInterrupted : Fail(r.status());
+    if (!leader) continue;
     const double measured = r->iterations[0].makespan;
-    (*online)->Report(runtime::ProfileFromRun(model, *r));
+    online->Report(runtime::ProfileFromRun(*model, *r));
     records.push_back({{"iteration", it},
                        {"schedule", {{"version", cur->version}, {"method", cur->method}}},
                        {"model", cur->problem_version},
@@ -123,7 +154,9 @@ int RunOnline(const RunArgs& a) {
                   swapped ? "  <- adopted" : "");
     }
   }
-  (*online)->Stop();
+  if (peers) peers->Finalize();
+  if (!leader) return kOk;
+  online->Stop();
   if (a.json) {
     std::cout << nlohmann::json{{"format", "optpipe-online-run/1"},
                                 {"generator", Generator()},

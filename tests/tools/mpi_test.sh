@@ -2,9 +2,11 @@
 # One process per device under Open MPI's mpirun (CPU backend): the same op order per lane,
 # exact peaks and a measured makespan within 5% of the simulation as the single-process
 # run, the payload checksum chain right for every micro-batch; with offload on 8 ranks;
-# and a rank that hangs, fails or is killed stops every other one, non-zero, saying where.
+# and a rank that hangs, fails or is killed stops every other one, non-zero, saying where;
+# run --online across ranks.
 # Skips (77) without mpirun or in a build without MPI.
-# Usage: mpi_test.sh OPTPIPE SOURCE_DIR [timing|faults]   (default: both)
+# Usage: mpi_test.sh OPTPIPE SOURCE_DIR [timing|faults]   (default: both; faults also runs
+# --online on 8 ranks, which has no timing to check)
 set -u
 part=${3:-all}
 # shellcheck source=expect.sh
@@ -68,6 +70,19 @@ if [ "$part" = timing ]; then
   [ "$failed" -eq 0 ]
   exit
 fi
+
+# Online on 8 ranks: rank 0 decides at each boundary, every rank runs what it broadcast.
+"${mpi[@]}" -np 8 "$bin" run "$llama" --online --iterations 5 --refine-seconds 1 \
+  --methods auto --time-scale 0.0003 --json >"$tmp/online.json" 2>"$tmp/online.err"
+check "online on 8 ranks exits 0" -- test $? -eq 0
+check "online on 8 ranks: one record a boundary, the refinement's schedule adopted" -- \
+  python3 -c "import json, sys
+d = json.load(open(sys.argv[1]))
+its = d['iterations']
+assert [r['iteration'] for r in its] == [1, 2, 3, 4, 5], its
+assert any(r['swapped'] and r['schedule']['method'] == 'auto' for r in its), its
+for a, b in zip(its, its[1:]):
+    assert a['model'] != b['model'] or b['objective'] <= a['objective'], (a, b)" "$tmp/online.json"
 
 # Faults: a hang on rank 2 and a failure on rank 1 stop every rank, non-zero, each saying
 # where it stood; a rank count that is not the device count is refused.
