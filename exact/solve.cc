@@ -65,11 +65,14 @@ StatusOr<Solved> SolveMethod(const Problem& p, const std::string& method, const 
   if (!opt.evaluations) search.known_bound = bound;
   SatSession sat_session;  // auto's polish and the bound's probes
   double polished = 0;     // what the polish's probes proved
-  StatusOr<Solution> s = method == "auto" ? SolveAuto(p, search, opt.log, &sat_session, &polished)
-                                          : RunMethod(p, method, search);
+  std::int64_t evaluations = 0;
+  StatusOr<Solution> s = method == "auto"
+                             ? SolveAuto(p, search, opt.log, &sat_session, &polished, &evaluations)
+                             : RunMethod(p, method, search);
   if (!s.ok()) return s.status();
   bound = std::max({bound, polished, PairsBelow(p, opt, core, devices, s->sim.objective)});
   Solved out{std::move(*s), bound, std::nullopt};
+  out.evaluations = evaluations;
   if (OrderSearchApplies(p)) {
     OrderSearchOptions order;
     order.time_limit_s = 0.1 * opt.time_limit_s;
@@ -159,6 +162,8 @@ StatusOr<SolveResult> Solve(const Problem& p, const SolveOptions& opt) {
   r.bound = *settled.bound;
   r.gap = *settled.gap;
   r.stats.found_by = sol.schedule.method;
+  r.stats.evaluations = solved->evaluations;
+  r.stats.nodes = solved->nodes;
   if (solved->milp) {
     r.termination = FromMilp(*solved->milp);
   } else if (stopped) {

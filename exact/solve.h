@@ -76,7 +76,9 @@ struct SolveOptions {
 
 struct SolveStats {
   double wall_s = 0;
-  std::string found_by;  // the method or component whose schedule came back
+  std::string found_by;          // the method or component whose schedule came back
+  std::int64_t evaluations = 0;  // schedules auto's local search simulated (auto, milp's seed)
+  std::int64_t nodes = 0;        // milp: lp_solve's branch-and-bound nodes and the order search's
 };
 
 struct SolveResult {

@@ -71,7 +71,7 @@ void KeepReplay(const Problem& p, const Schedule& s, const SimResult& run,
 // orders there, and its schedules are replayed; it proves nothing there.
 StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
                              const std::function<void(const std::string&)>& log, SatSession* polish,
-                             double* proven) {
+                             double* proven, std::int64_t* evaluations) {
   const auto t0 = std::chrono::steady_clock::now();
   // Where a probe near the bound would take most of the polish's time to
   // encode, the polish does not run on `x`.
@@ -91,6 +91,7 @@ StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
   if (polish) heuristics.time_limit_s *= kHeuristicShare;
   StatusOr<AutoResult> r = RunAuto(p, heuristics);
   if (!r.ok()) return r.status();
+  if (evaluations) *evaluations += r->search.evaluations;
   if (log) {
     for (const SeedOutcome& s : r->seeds) {
       std::ostringstream line;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 
@@ -24,6 +25,7 @@ struct Solved {
   Solution solution;
   double bound = 0;
   std::optional<MilpTermination> milp;
+  std::int64_t evaluations = 0, nodes = 0;  // SolveStats'
 };
 
 inline double Since(std::chrono::steady_clock::time_point t0) {
@@ -38,7 +40,8 @@ void KeepReplay(const Problem& p, const Schedule& s, const SimResult& run,
 // too (what it proved in `proven`).
 StatusOr<Solution> SolveAuto(const Problem& p, const SearchOptions& search,
                              const std::function<void(const std::string&)>& log,
-                             SatSession* polish = nullptr, double* proven = nullptr);
+                             SatSession* polish = nullptr, double* proven = nullptr,
+                             std::int64_t* evaluations = nullptr);
 
 // exact/solve_milp.cc
 DeviceSearchOptions CoreSearch(const Problem& p, const SolveOptions& opt, bool for_milp);

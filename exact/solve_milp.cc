@@ -78,8 +78,14 @@ SearchOptions Heuristic(const SolveOptions& opt) {
 
 Solved FromMilp(MilpResult& r) {
   Solved out{Solution{std::move(*r.schedule), std::move(*r.sim)}, r.bound, r.termination};
+  out.nodes = r.stats.nodes + r.stats.order_search_nodes;
   out.solution.schedule.method = "milp";
   return out;
+}
+
+Solved WithSeed(Solved s, std::int64_t evaluations) {
+  s.evaluations = evaluations;
+  return s;
 }
 
 // milp on p on a coarser grid (Coarsened) for `seconds`, every schedule it
@@ -136,11 +142,12 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
     opt.log("bound: device search " + Describe(devices) + ", core bound " +
             FormatNumber(core_bound));
   }
+  std::int64_t seed_evaluations = 0;  // auto's, for SolveStats
   const auto run_auto = [&](double seconds) {
     SearchOptions search = Heuristic(opt);
     search.time_limit_s = seconds;
     if (!opt.evaluations) search.known_bound = core_bound;
-    StatusOr<Solution> r = SolveAuto(p, search, opt.log);
+    StatusOr<Solution> r = SolveAuto(p, search, opt.log, nullptr, nullptr, &seed_evaluations);
     if (r.ok() && (!heuristic || r->sim.objective < heuristic->sim.objective)) {
       heuristic = std::move(*r);
       if (found) found(*heuristic);
@@ -202,7 +209,7 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
     if (found) qo.on_improvement = [&](const Schedule& s, const SimResult& r) { found({s, r}); };
     StatusOr<MilpResult> r = SolveMilp(p, qo, &heuristic->schedule);
     if (r.ok() && r->schedule && r->termination == MilpTermination::kOptimal) {
-      return FromMilp(*r);
+      return WithSeed(FromMilp(*r), seed_evaluations);
     }
     if (r.ok() && r->schedule) {
       core_bound = std::max(core_bound, r->bound);
@@ -243,7 +250,7 @@ StatusOr<Solved> SolveWithMilp(const Problem& p, const SolveOptions& opt, bool c
         "milp: no heuristic fits the memory limit and the MILP found no schedule in " +
         std::to_string(opt.time_limit_s) + " s (" + ToString(r->termination) + ")");
   }
-  return FromMilp(*r);
+  return WithSeed(FromMilp(*r), seed_evaluations);
 }
 
 }  // namespace optpipe::solve_internal

@@ -163,6 +163,8 @@ nb::dict SolvePy(const Problem& p, const std::string& method, double time_limit,
   d["gap"] = r.gap;
   d["wall_s"] = r.stats.wall_s;
   d["found_by"] = r.stats.found_by;
+  d["evaluations"] = r.stats.evaluations;
+  d["nodes"] = r.stats.nodes;
   return d;
 }
 

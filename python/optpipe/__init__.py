@@ -144,6 +144,8 @@ class Result:
     message: str
     found_by: str
     wall_s: float
+    evaluations: int = 0  # schedules auto's local search simulated
+    nodes: int = 0        # milp's branch-and-bound nodes
 
 
 def _schedule_json(s: Union[Schedule, dict, None]) -> Optional[str]:
@@ -171,7 +173,7 @@ def solve(problem: Problem, method: str = "auto", time_limit: float = 1.0, *,
                         _schedule_json(warm_start), callback)
     schedule = Schedule.from_dict(json.loads(r["schedule"])) if r["schedule"] else None
     return Result(r["termination"], schedule, r["objective"], r["bound"], r["gap"],
-                  r["message"], r["found_by"], r["wall_s"])
+                  r["message"], r["found_by"], r["wall_s"], r["evaluations"], r["nodes"])
 
 
 @dataclass(frozen=True)

@@ -129,3 +129,32 @@ TEST(Solve, ConcurrentCallsGiveTheSerialResults) {
 
 }  // namespace
 }  // namespace optpipe
+
+namespace optpipe {
+namespace {
+
+// SolveStats counts the work: auto's local search simulates within its budget
+// (the seeds and tuning take their share of it first); a construction does none.
+TEST(Solve, CountsTheSearchesWork) {
+  const Problem p =
+      *LoadProblem(std::string(OPTPIPE_SOURCE_DIR) + "/tests/bench/problems/r48-6s.json");
+  for (std::int64_t budget : {50, 2000}) {
+    SolveOptions opt;
+    opt.evaluations = budget;
+    opt.threads = 1;
+    StatusOr<SolveResult> r = Solve(p, opt);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->termination, Termination::kWorkLimit);
+    EXPECT_GT(r->stats.evaluations, 0);
+    EXPECT_LE(r->stats.evaluations, budget);
+    EXPECT_EQ(r->stats.nodes, 0);
+  }
+  SolveOptions one;
+  one.method = "zb-h1";
+  StatusOr<SolveResult> z = Solve(p, one);
+  ASSERT_TRUE(z.ok());
+  EXPECT_EQ(z->stats.evaluations, 0);
+}
+
+}  // namespace
+}  // namespace optpipe
