@@ -16,7 +16,7 @@ endif()
 # Every header but the internal ones, which include third-party headers or
 # expose a library's insides.
 set(internal core/json_parse.h heuristics/scorer.h exact/model_internal.h exact/sat_encoding.h
-             exact/solve_internal.h
+             exact/solve_internal.h exact/solve_log.h
              online/sqlite_db.h online/cache_impl.h runtime/executor_internal.h
              runtime/copy_pieces.h runtime/cuda_spin.h)
 foreach(dir core core/planner heuristics exact online runtime)

@@ -16,6 +16,7 @@
 #include "exact/order_search.h"
 #include "exact/sat_search.h"
 #include "exact/solve_internal.h"
+#include "exact/solve_log.h"
 #include "heuristics/auto_method.h"
 
 namespace optpipe {
@@ -127,6 +128,11 @@ const char* ToString(Termination t) {
   return "unknown";
 }
 
+namespace {
+StatusOr<SolveResult> Finish(const Problem& p, const SolveOptions& opt, const MethodInfo* info,
+                             StatusOr<Solved> solved, std::chrono::steady_clock::time_point t0);
+}  // namespace
+
 StatusOr<SolveResult> Solve(const Problem& p, const SolveOptions& opt) {
   const MethodInfo* info = FindMethod(opt.method);
   if (!info && opt.method != "milp") {
@@ -135,7 +141,25 @@ StatusOr<SolveResult> Solve(const Problem& p, const SolveOptions& opt) {
   }
   if (Status st = Validate(p); !st.ok()) return st;
   const auto t0 = std::chrono::steady_clock::now();
-  StatusOr<Solved> solved = SolveMethod(p, opt.method, opt);
+  SolveLog log(p, opt);
+  SolveOptions inner = opt;
+  if (opt.log) {
+    inner.log = log.sink();
+    inner.on_improvement = [&](const Schedule& s, const SimResult& sim) {
+      log.Improved(sim.objective, s.method);
+      if (opt.on_improvement) opt.on_improvement(s, sim);
+    };
+  }
+  StatusOr<SolveResult> r = Finish(p, opt, info, SolveMethod(p, opt.method, inner), t0);
+  if (r.ok()) log.Summary(*r);
+  return r;
+}
+
+namespace {
+
+// The result of a method's solve: its bound settled, how it ended.
+StatusOr<SolveResult> Finish(const Problem& p, const SolveOptions& opt, const MethodInfo* info,
+                             StatusOr<Solved> solved, std::chrono::steady_clock::time_point t0) {
   SolveResult r;
   r.stats.wall_s = Since(t0);
   const bool stopped = opt.stop && opt.stop->load();
@@ -179,6 +203,8 @@ StatusOr<SolveResult> Solve(const Problem& p, const SolveOptions& opt) {
   r.sim = std::move(sol.sim);
   return r;
 }
+
+}  // namespace
 
 TimedSchedule ToTimed(const Problem& p, const SolveResult& r) {
   TimedSchedule t = ToTimed(p, r.schedule, r.sim);

@@ -59,7 +59,10 @@ struct SolveOptions {
   // Set from any thread (a Ctrl-C handler) to end every search as its clock
   // would: the best schedule so far comes back, termination kInterrupted.
   const std::atomic<bool>* stop = nullptr;
-  // Progress lines of methods that search (seed scores, SAT and MILP rows).
+  // The solve's log, as a MILP solver's reads: a header (size, method,
+  // limits), a row on every better schedule (*) and at least every second
+  // (time, incumbent, bound, gap, who found it), the method's own lines
+  // (seed scores, SAT and MILP rows), a summary; one call at a time.
   std::function<void(const std::string&)> log;
   // Every better schedule as a search finds it (simulated and valid).
   std::function<void(const Schedule&, const SimResult&)> on_improvement;

@@ -9,6 +9,7 @@
 
 #include "core/checker.h"
 #include "core/format.h"
+#include "core/text_format.h"
 #include "tests/testing.h"
 
 namespace optpipe {
@@ -154,6 +155,38 @@ TEST(Solve, CountsTheSearchesWork) {
   StatusOr<SolveResult> z = Solve(p, one);
   ASSERT_TRUE(z.ok());
   EXPECT_EQ(z->stats.evaluations, 0);
+}
+
+}  // namespace
+}  // namespace optpipe
+
+namespace optpipe {
+namespace {
+
+// The log reads like a MILP solver's: a header, rows (a * on every better
+// schedule, one at least every second), the method's lines, a summary last.
+TEST(Solve, LogsAHeaderRowsAndASummary) {
+  const Problem p =
+      *LoadProblem(std::string(OPTPIPE_SOURCE_DIR) + "/tests/bench/problems/r48-6s.json");
+  std::vector<std::string> lines;
+  SolveOptions opt;
+  opt.time_limit_s = 1.5;
+  opt.threads = 1;
+  opt.log = [&](const std::string& line) { lines.push_back(line); };
+  StatusOr<SolveResult> r = Solve(p, opt);
+  ASSERT_TRUE(r.ok());
+  ASSERT_GE(lines.size(), 4u);
+  EXPECT_EQ(lines[0].rfind("solve: r48-6s: 4 devices x 8 micro-batches", 0), 0u) << lines[0];
+  EXPECT_NE(lines[1].find("time   incumbent       bound      gap  found by"), std::string::npos);
+  int improved = 0, periodic = 0;
+  for (const std::string& l : lines) {
+    if (l.rfind("solve: *", 0) == 0) ++improved;
+    if (l.rfind("solve:  ", 0) == 0 && l.find("incumbent") == std::string::npos) ++periodic;
+  }
+  EXPECT_GE(improved, 1);  // auto's local search improves on its seeds here
+  EXPECT_GE(periodic, 1);  // a second passed without a better schedule
+  EXPECT_EQ(lines.back().rfind("solve: auto: objective " + FormatNumber(r->objective), 0), 0u)
+      << lines.back();
 }
 
 }  // namespace
