@@ -244,6 +244,11 @@ Command AddRun(CLI::App& app) {
   sub->add_option("--drift", args->drift,
                   "--online: STAGE:FACTOR@ITERATION scales one stage's kernel times by FACTOR "
                   "from that iteration (1-based) on, to show a re-solve");
+  sub->add_option("--drift-threshold", args->drift_threshold,
+                  "--online: re-solve when a stage's median measured time differs from the "
+                  "model by more than this fraction")
+      ->check(kPositive)
+      ->capture_default_str();
   CLI::Option* cache =
       sub->add_option("--cache", args->cache,
                       "--online: start from the schedule cache and store what is solved: FILE, "

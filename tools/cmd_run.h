@@ -28,6 +28,7 @@ struct RunArgs {
   double refine_seconds = 10;
   std::string methods = "auto,milp";
   std::string drift;  // STAGE:FACTOR@ITERATION
+  double drift_threshold = 0.05;
   bool use_cache = false;
   std::string cache;  // empty with use_cache: the default file
 };

@@ -93,6 +93,7 @@ int RunOnline(const RunArgs& a) {
   OnlineOptions oo;
   oo.refine_seconds = a.refine_seconds;
   oo.methods = SplitList(a.methods);
+  oo.drift_threshold = a.drift_threshold;
   oo.log = ProgressLog();
   if (a.use_cache) oo.cache_path = CacheFile(a.cache);
   std::unique_ptr<OnlineScheduler> online;  // rank 0's
