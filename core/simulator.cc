@@ -13,6 +13,9 @@ namespace optpipe {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// What a failed run says when the caller asked for no names (set_describe_deadlocks).
+constexpr const char* kDeadlockMessage = "the orders deadlock under memory.limit";
 
 }  // namespace
 
@@ -148,8 +151,35 @@ void SummarizeLanes(const Problem& p, const Schedule& s, const OpSpace& space, S
 }  // namespace
 
 StatusOr<SimResult> Simulator::Run(const Schedule& s) {
+  timed_by_ = TimedBy::kNone;
   if (Status st = CheckStructure(s); !st.ok()) return st;
-  return Loop(s, nullptr, 0.0);
+  return Time(s, nullptr, 0.0);
+}
+
+StatusOr<SimResult> Simulator::Time(const Schedule& s, const SimResult* base_run, double from) {
+  if (timing_ == Timing::kAuto) {
+    SimResult res;
+    double wait_at = 0;
+    switch (LongestPath(s, base_run, from, res, wait_at)) {
+      case PassEnd::kTimed:
+        timed_by_ = TimedBy::kLongestPath;
+        return res;
+      case PassEnd::kDeadlock:
+        if (describe_) break;  // Loop names the ops
+        timed_by_ = TimedBy::kLongestPath;
+        return Infeasible(kDeadlockMessage);
+      case PassEnd::kWaits:
+        if (wait_at <= from) break;
+        // Up to the first allocation that waits, the pass is the event loop:
+        // Loop goes on from there, with the pass's times and memory.
+        timed_by_ = TimedBy::kBoth;
+        return Loop(s, &res, wait_at, /*memory_handed_over=*/true);
+      case PassEnd::kNotExact:
+        break;
+    }
+  }
+  timed_by_ = TimedBy::kEventLoop;
+  return Loop(s, base_run, from);
 }
 
 double Simulator::FirstChange(const Schedule& s, const Schedule& base, const SimResult& base_run) {
@@ -198,12 +228,228 @@ double Simulator::FirstChange(const Schedule& s, const Schedule& base, const Sim
 
 StatusOr<SimResult> Simulator::RunChanged(const Schedule& s, const Schedule& base,
                                           const SimResult& base_run) {
+  timed_by_ = TimedBy::kNone;
   if (Status st = CheckStructure(s); !st.ok()) return st;
   const double from = FirstChange(s, base, base_run);
-  return from > 0 ? Loop(s, &base_run, from) : Loop(s, nullptr, 0.0);
+  return from > 0 ? Time(s, &base_run, from) : Time(s, nullptr, 0.0);
 }
 
-StatusOr<SimResult> Simulator::Loop(const Schedule& s, const SimResult* base_run, double from) {
+Simulator::PassEnd Simulator::LongestPath(const Schedule& s, const SimResult* base_run, double from,
+                                          SimResult& res, double& wait_at) {
+  const Problem& p = *p_;
+  const int D = p.devices;
+  const int lanes = D + static_cast<int>(p.host_links.size());
+  const int n = space_.size();
+  res.start.assign(n, kNaN);
+  res.end.assign(n, kNaN);
+  res.busy.assign(D, 0.0);
+  res.peak_memory = p.static_memory;
+  mem_ = p.static_memory;
+  double* const start = res.start.data();
+  double* const end = res.end.data();
+  pos_.assign(lanes, 0);
+  lane_free_.assign(lanes, from);
+  running_.assign(lanes, -1);
+  std::size_t total = 0, timed = 0;
+  for (int r = 0; r < lanes; ++r) total += Lane(s, r).size();
+  // Resuming (RunChanged): the ops that started before `from` keep
+  // base_run's times, and memory takes them in Loop's order, lane by lane;
+  // the op still running at `from` frees its memory in the replay below.
+  if (base_run) {
+    for (int r = 0; r < lanes; ++r) {
+      const std::vector<Op>& lane = Lane(s, r);
+      int k = 0;
+      for (; k < static_cast<int>(lane.size()); ++k) {
+        const Op op = lane[k];
+        const int i = space_.Index(op);
+        const double st = base_run->start[i];
+        if (std::isnan(st) || st >= from) break;
+        const int d = DeviceOf(p, op);
+        start[i] = st;
+        end[i] = base_run->end[i];
+        mem_[d] += Allocates(p, op);
+        if (IsCompute(op.type)) res.busy[d] += Duration(p, op);
+        if (end[i] < from) {
+          mem_[d] -= Frees(p, op);
+        } else {
+          // Only a lane's last op can still run (its ops ran one at a time):
+          // anything else is a base run of other orders, left to Loop.
+          if (running_[r] >= 0) return PassEnd::kNotExact;
+          running_[r] = i;
+        }
+        ++timed;
+      }
+      if (running_[r] >= 0 && running_[r] != space_.Index(lane[k - 1])) return PassEnd::kNotExact;
+      pos_[r] = k;
+      if (k > 0) lane_free_[r] = std::max(from, end[space_.Index(lane[k - 1])]);
+    }
+  }
+  resumed_at_ = pos_;
+
+  // Times: every lane runs its ops in order until one has a predecessor not
+  // yet timed, and waits on it (as Loop's watchers) until that is timed.
+  // Each op's start is the max of the doubles Loop's start is the max of.
+  first_watcher_.assign(n, -1);
+  next_watcher_.assign(lanes, -1);
+  stack_.clear();
+  for (int r = lanes - 1; r >= 0; --r) stack_.push_back(r);
+  while (!stack_.empty()) {
+    const int r = stack_.back();
+    stack_.pop_back();
+    const std::vector<Op>& lane = Lane(s, r);
+    const int size = static_cast<int>(lane.size());
+    int k = pos_[r];
+    double free_at = lane_free_[r];
+    for (; k < size; ++k) {
+      const Op op = lane[k];
+      double ready = free_at;
+      int missing = -1;
+      ForEachPredecessor(p, offloaded_, op, [&](const Op& q, double lag) {
+        const int qi = space_.Index(q);
+        if (std::isnan(end[qi])) {
+          missing = qi;
+        } else {
+          ready = std::max(ready, end[qi] + lag);
+        }
+      });
+      if (missing >= 0) {
+        next_watcher_[r] = first_watcher_[missing];
+        first_watcher_[missing] = r;
+        break;
+      }
+      const int i = space_.Index(op);
+      ready = std::max(ready, s.ReleaseOf(i));
+      const double dur = Duration(p, op);
+      const double e = ready + dur;
+      if (!(e > ready)) return PassEnd::kNotExact;  // ends as it starts: see the header
+      start[i] = ready;
+      end[i] = e;
+      if (r < D) res.busy[r] += dur;
+      for (int w = first_watcher_[i]; w >= 0; w = next_watcher_[w]) stack_.push_back(w);
+      free_at = e;
+      ++timed;
+    }
+    pos_[r] = k;
+    lane_free_[r] = free_at;
+  }
+  if (timed < total) return PassEnd::kDeadlock;
+
+  // Memory, device by device. Where an allocation would wait, the pass holds
+  // up to the first such time over all devices, with the memory reached just
+  // before it, which a second replay stops at.
+  const std::vector<double> before = mem_;
+  wait_at = kInf;
+  for (int d = 0; d < D; ++d) wait_at = std::min(wait_at, ReplayMemory(s, d, wait_at, res));
+  if (wait_at == kInf) {
+    SummarizeLanes(p, s, space_, res);
+    return PassEnd::kTimed;
+  }
+  handover_mem_ = before;
+  std::swap(mem_, handover_mem_);
+  handover_peak_ = p.static_memory;
+  std::swap(res.peak_memory, handover_peak_);
+  for (int d = 0; d < D; ++d) ReplayMemory(s, d, wait_at, res);
+  std::swap(mem_, handover_mem_);
+  std::swap(res.peak_memory, handover_peak_);
+  return PassEnd::kWaits;
+}
+
+double Simulator::ReplayMemory(const Schedule& s, int d, double until, SimResult& res) {
+  const Problem& p = *p_;
+  const int D = p.devices;
+  const double* const start = res.start.data();
+  const double* const end = res.end.data();
+  const bool limited = p.memory_limit.has_value();
+  const double limit = limited ? (*p.memory_limit)[d] : 0.0;
+  const double room = limit + 1e-9 * std::max(1.0, limit);  // Loop's test, to the bit
+  double mem = mem_[d], peak = res.peak_memory[d];
+  // One event as Loop's kOpEnds or kLaneLooks takes it: false where the
+  // allocation would wait.
+  const auto ends = [&](const Op& op) {
+    if (const double fr = Frees(p, op); fr > 0) mem -= fr;
+  };
+  const auto starts = [&](const Op& op) {
+    const double alloc = Allocates(p, op);
+    if (alloc > 0 && limited && mem + alloc > room) return false;
+    mem += alloc;
+    peak = std::max(peak, mem);
+    return true;
+  };
+  double waits = kInf;
+  // A lane's events of device d: the end of the op running at `from`
+  // (resuming), then each op's start and end. With every op ending after it
+  // starts, a lane's events tie only where an op ends as the next starts,
+  // and Loop takes ends first: each lane's events are already in Loop's order.
+  const std::vector<Op>& own = s.compute[d];
+  const int link = link_of_device_[d];     // -1 for a device of no host link
+  if (link < 0 || s.copy[link].empty()) {  // the compute lane alone, in its order
+    int k = resumed_at_[d];
+    if (running_[d] >= 0 && end[space_.Index(own[k - 1])] < until) ends(own[k - 1]);
+    for (const int n = static_cast<int>(own.size()); k < n; ++k) {
+      const int i = space_.Index(own[k]);
+      if (start[i] >= until) break;
+      if (!starts(own[k])) {
+        waits = start[i];
+        break;
+      }
+      if (end[i] >= until) break;
+      ends(own[k]);
+    }
+  } else {
+    // Merged with the host link's events of device d. At one time, Loop
+    // takes ends (by op index: compute ops first) before starts (by lane:
+    // the device before its link).
+    struct Cursor {
+      const std::vector<Op>* lane;
+      int k;
+      bool at_end;  // the next event is lane[k]'s end, not its start
+      double t;     // its time; infinity when the lane has no more
+    };
+    const auto load = [&](Cursor& c) {
+      const int n = static_cast<int>(c.lane->size());
+      // A shared link carries ops of other devices: skip them.
+      while (c.k < n && !c.at_end && DeviceOf(p, (*c.lane)[c.k]) != d) ++c.k;
+      if (c.k == n) {
+        c.t = kInf;
+        return;
+      }
+      const int i = space_.Index((*c.lane)[c.k]);
+      c.t = c.at_end ? end[i] : start[i];
+    };
+    const auto first = [&](int r) {
+      Cursor c{&Lane(s, r), resumed_at_[r], false, 0.0};
+      if (running_[r] >= 0 && DeviceOf(p, space_.At(running_[r])) == d) {
+        --c.k;
+        c.at_end = true;
+      }
+      load(c);
+      return c;
+    };
+    Cursor a = first(d), b = first(D + link);
+    while (std::min(a.t, b.t) < until) {
+      Cursor& c = a.t < b.t || (a.t == b.t && (a.at_end || !b.at_end)) ? a : b;
+      const Op& op = (*c.lane)[c.k];
+      if (c.at_end) {
+        ends(op);
+        c.at_end = false;
+        ++c.k;
+      } else {
+        if (!starts(op)) {
+          waits = c.t;
+          break;
+        }
+        c.at_end = true;
+      }
+      load(c);
+    }
+  }
+  mem_[d] = mem;
+  res.peak_memory[d] = peak;
+  return waits;
+}
+
+StatusOr<SimResult> Simulator::Loop(const Schedule& s, const SimResult* base_run, double from,
+                                    bool memory_handed_over) {
   const Problem& p = *p_;
   const int D = p.devices;
   const int lanes = D + static_cast<int>(p.host_links.size());
@@ -219,9 +465,11 @@ StatusOr<SimResult> Simulator::Loop(const Schedule& s, const SimResult* base_run
   mem_waiters_.assign(D, {});
   mem_blocked_.assign(lanes, 0);
   blocked_at_.assign(lanes, 0.0);
-  mem_ = p.static_memory;
+  // Handed over, the memory in use and the peaks already count the ops
+  // that started before `from`.
+  mem_ = memory_handed_over ? handover_mem_ : p.static_memory;
   SimResult res;
-  res.peak_memory = p.static_memory;
+  res.peak_memory = memory_handed_over ? handover_peak_ : p.static_memory;
   res.busy.assign(D, 0.0);
   // The event heap lives in heap_, which keeps its capacity from run to run.
   std::vector<Event>& events = heap_;
@@ -246,10 +494,10 @@ StatusOr<SimResult> Simulator::Loop(const Schedule& s, const SimResult* base_run
         const int d = DeviceOf(p, op);
         start_[i] = st;
         end_[i] = base_run->end[i];
-        mem_[d] += Allocates(p, op);
+        if (!memory_handed_over) mem_[d] += Allocates(p, op);
         if (IsCompute(op.type)) res.busy[d] += Duration(p, op);
         if (end_[i] < from) {
-          mem_[d] -= Frees(p, op);
+          if (!memory_handed_over) mem_[d] -= Frees(p, op);
           ++done;
         } else {
           running_[r] = i;
@@ -339,7 +587,7 @@ StatusOr<SimResult> Simulator::Loop(const Schedule& s, const SimResult* base_run
   }
 
   if (done < total) {
-    return Infeasible(describe_ ? DescribeDeadlock(s) : "the orders deadlock under memory.limit");
+    return Infeasible(describe_ ? DescribeDeadlock(s) : kDeadlockMessage);
   }
 
   res.start = start_;
