@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
+#include <random>
 #include <sstream>
 
 #include "core/checker.h"
@@ -136,6 +138,70 @@ TEST(AdaOffload, RandomProblemsValidOrSayWhyNot) {
     EXPECT_TRUE(rep.valid()) << rep.errors.front();
   }
   EXPECT_GT(solved, 20);
+}
+
+// The fallback (OptPipe, App. D; heuristics/adaoffload.cc): on random
+// problems with offload under tight limits, some of which share host links,
+// adaoffload fits wherever po-h or po-f fits and is never slower than the
+// faster of them (without the fallback, 5 of these 38 fail: 4 fit no setting
+// of AdaOffload's own, 1 is slower). Deterministic mode (an evaluation budget), so that each
+// knob scan sees every setting whatever the clock.
+TEST(AdaOffload, NeverBehindPipeOffloadWhereItFits) {
+  SearchOptions opt;
+  opt.max_evaluations = 1'000'000;
+  opt.threads = 1;
+  std::mt19937 rng(45);
+  int fit = 0, ties = 0;  // po-h or po-f fits; adaoffload no faster (its fallback, or a tie)
+  for (int trial = 0; trial < 80; ++trial) {
+    std::uniform_int_distribution<int> dev(2, 6), mb(2, 12), chunks(1, 2);
+    const int D = dev(rng);
+    Problem p = testing::RandomProblem(rng, D, mb(rng), chunks(rng), trial % 3 != 0, true);
+    if (trial % 4 == 1) {  // pairs of devices share a link
+      p.host_links.clear();
+      for (int d = 0; d < D; d += 2)
+        p.host_links.push_back(d + 1 < D ? std::vector{d, d + 1} : std::vector{d});
+    }
+    if (trial % 2 == 1) {  // a link slower than the compute: keep_all matters
+      for (double& o : *p.offload) o *= 2;
+    }
+    // Room for 20% to 80% of 1F1B's activations on every device.
+    const double factor = 0.2 + 0.15 * (trial % 5);
+    p.memory_limit.emplace();
+    for (int d = 0; d < D; ++d) {
+      double act = 0;
+      for (int s = d; s < p.stages(); s += D) act += p.activation[s];
+      p.memory_limit->push_back(p.static_memory[d] + factor * D * act);
+    }
+    double po = std::numeric_limits<double>::infinity();
+    for (const char* m : {"po-h", "po-f"}) {
+      if (StatusOr<Solution> s = RunMethod(p, m, opt); s.ok()) po = std::min(po, s->sim.objective);
+    }
+    const StatusOr<Solution> ada = RunMethod(p, "adaoffload", opt);
+    if (po == std::numeric_limits<double>::infinity()) continue;
+    ++fit;
+    EXPECT_TRUE(ada.ok()) << "trial " << trial << ": " << ada.status().message();
+    if (!ada.ok()) continue;
+    EXPECT_LE(ada->sim.objective, po) << "trial " << trial;
+    EXPECT_EQ(ada->schedule.method, "adaoffload");
+    ties += ada->sim.objective == po;
+  }
+  EXPECT_GE(fit, 30);
+  EXPECT_GE(ties, 10);
+}
+
+// u48-r3-o2 (tests/bench/problems): unit costs, room for 3 activations, a
+// round trip of 2 per unit of compute. None of AdaOffload's own settings fits
+// (the published copy plan leaves device 0 at 3.5); po-f, offloading every
+// activation it can, fits at 37, and so does adaoffload through its fallback.
+TEST(AdaOffload, FallsBackToPipeOffloadOnU48R3O2) {
+  StatusOr<Problem> p =
+      LoadProblem(std::string(OPTPIPE_SOURCE_DIR) + "/tests/bench/problems/u48-r3-o2.json");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  const Solution po = Solve(*p, "po-f");
+  const Solution ada = Solve(*p, "adaoffload");
+  EXPECT_DOUBLE_EQ(po.sim.objective, 37);
+  EXPECT_DOUBLE_EQ(ada.sim.objective, 37);
+  EXPECT_EQ(ada.schedule.method, "adaoffload");
 }
 
 }  // namespace
