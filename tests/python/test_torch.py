@@ -91,7 +91,9 @@ def free_port():
 
 def test_pipelining_matches_the_whole_model(tmp_path):
     work = cases()
-    torch.multiprocessing.spawn(worker, args=(free_port(), work, str(tmp_path)), nprocs=RANKS)
+    # Forked, the ranks share this process's imported torch (spawned, each imports it: 5 s).
+    torch.multiprocessing.start_processes(worker, args=(free_port(), work, str(tmp_path)),
+                                          nprocs=RANKS, start_method="fork")
     per_rank = [json.loads((tmp_path / f"{r}.json").read_text()) for r in range(RANKS)]
     for name, problem_dict, _ in work:
         p = optpipe.Problem.from_dict(problem_dict)
