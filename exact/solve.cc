@@ -301,8 +301,11 @@ StatusOr<BoundResult> ProveBound(const Problem& p, const BoundOptions& opt) {
 }
 
 void SettleBound(const Problem& p, double objective, SolveInfo& info) {
-  const double bound =
+  double bound =
       std::min(std::max(info.bound.value_or(0.0), ComputeLowerBound(p).value), objective);
+  // A bound that differs from the objective only by rounding (the same sums
+  // added in another order) meets it: the schedule is optimal.
+  if (objective - bound <= 1e-12 * std::max(1.0, std::abs(objective))) bound = objective;
   info.bound = bound;
   info.gap = objective > 0 ? (objective - bound) / objective : 0.0;
 }

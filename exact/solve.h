@@ -131,7 +131,8 @@ TimedSchedule ToTimed(const Problem& p, const SolveResult& r);
 DeviceSearchOptions CoreSearchOptions(const Problem& p, const SolveOptions& opt);
 
 // `bound` raised to core's ComputeLowerBound where below it and held at
-// `objective` (above it only by rounding error); the gap from them.
+// `objective` (above it, or below it by rounding error: 1e-12 relative); the
+// gap from them.
 void SettleBound(const Problem& p, double objective, SolveInfo& info);
 
 // Every method Solve accepts, one line each, and whether it applies to `p`.

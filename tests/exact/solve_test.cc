@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -187,6 +188,27 @@ TEST(Solve, LogsAHeaderRowsAndASummary) {
   EXPECT_GE(periodic, 1);  // a second passed without a better schedule
   EXPECT_EQ(lines.back().rfind("solve: auto: objective " + FormatNumber(r->objective), 0), 0u)
       << lines.back();
+}
+
+}  // namespace
+}  // namespace optpipe
+
+namespace optpipe {
+namespace {
+
+// A bound equal to the objective but for rounding (sums added in another
+// order) proves the schedule optimal: the gap is 0, not 1e-15.
+TEST(SettleBound, RoundingIsNoGap) {
+  const Problem p = *LoadProblem(std::string(OPTPIPE_SOURCE_DIR) + "/tests/cases/unit-4x8.json");
+  const double objective = 23246.8;
+  SolveInfo info;
+  info.bound = std::nextafter(objective, 0.0);
+  SettleBound(p, objective, info);
+  EXPECT_EQ(*info.bound, objective);
+  EXPECT_EQ(*info.gap, 0.0);
+  info.bound = objective * (1 - 1e-6);  // a real gap stays
+  SettleBound(p, objective, info);
+  EXPECT_NEAR(*info.gap, 1e-6, 1e-12);
 }
 
 }  // namespace
