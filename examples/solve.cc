@@ -1,11 +1,10 @@
 // Solve a problem file with auto, then with the exact solver for 2 s, and
 // print what each found: objective, proven bound, gap and how it ended.
 //   build/bin/optpipe_example_solve tests/cases/unit-4x8.json
+#include <optpipe/core/format.h>
 #include <optpipe/exact/solve.h>
 
 #include <cstdio>
-
-#include <optpipe/core/format.h>
 
 int main(int argc, char** argv) {
   if (argc != 2) {
