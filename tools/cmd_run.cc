@@ -24,6 +24,19 @@
 namespace optpipe::cli {
 namespace {}  // namespace
 
+runtime::ExecutorOptions ExecutorOptionsFor(const RunArgs& a, const Problem& p,
+                                            runtime::Peers* peers) {
+  runtime::ExecutorOptions opt;
+  opt.time_scale = a.time_scale > 0 ? a.time_scale : runtime::TimeScaleFor(p, 0.01);
+  opt.bytes_per_unit = a.bytes_per_unit;
+  opt.iterations = a.iterations;
+  opt.watchdog_s = a.watchdog_s;
+  opt.stop = InterruptFlag();
+  opt.payload_bytes = a.payload_bytes;
+  opt.peers = peers;
+  return opt;
+}
+
 StatusOr<std::unique_ptr<runtime::Peers>> JoinRanks(const RunArgs& a, const Problem& p) {
   if (!runtime::LaunchedAsRanks()) return std::unique_ptr<runtime::Peers>();
   StatusOr<std::unique_ptr<runtime::Peers>> joined = runtime::ConnectPeers();
@@ -79,14 +92,7 @@ int RunSchedule(const RunArgs& a) {
   StatusOr<std::unique_ptr<runtime::Backend>> made = MakeBackend(a);
   if (!made.ok()) return Fail(made.status());
   std::unique_ptr<runtime::Backend> backend = std::move(*made);
-  runtime::ExecutorOptions opt;
-  opt.time_scale = a.time_scale > 0 ? a.time_scale : runtime::TimeScaleFor(*p, 0.01);
-  opt.bytes_per_unit = a.bytes_per_unit;
-  opt.iterations = a.iterations;
-  opt.watchdog_s = a.watchdog_s;
-  opt.stop = InterruptFlag();
-  opt.payload_bytes = a.payload_bytes;
-  opt.peers = peers.get();
+  runtime::ExecutorOptions opt = ExecutorOptionsFor(a, *p, peers.get());
   Progress() << "optpipe: running " << p->name << " (" << p->devices << " devices x "
              << p->microbatches << " micro-batches) with " << s->method << " on the " << a.backend
              << " backend: " << a.iterations

@@ -8,6 +8,7 @@
 #include "core/problem.h"
 #include "core/status.h"
 #include "runtime/backend.h"
+#include "runtime/executor.h"
 #include "runtime/peers.h"
 
 namespace optpipe::cli {
@@ -32,6 +33,11 @@ struct RunArgs {
   bool use_cache = false;
   std::string cache;  // empty with use_cache: the default file
 };
+
+// The executor's options from the flags (time scale: the shortest compute op
+// lasts 10 ms unless --time-scale), with Ctrl-C as its stop and `peers`.
+runtime::ExecutorOptions ExecutorOptionsFor(const RunArgs& a, const Problem& p,
+                                            runtime::Peers* peers);
 
 // The backend `a.backend` names (cuda: one hardware queue per stream).
 StatusOr<std::unique_ptr<runtime::Backend>> MakeBackend(const RunArgs& a);

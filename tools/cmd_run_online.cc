@@ -80,14 +80,8 @@ int RunOnline(const RunArgs& a) {
     const int s = (*drift)->stage;
     for (std::vector<double>* v : {&drifted.f, &drifted.b, &drifted.w}) (*v)[s] *= (*drift)->factor;
   }
-  runtime::ExecutorOptions eo;
-  eo.time_scale = a.time_scale > 0 ? a.time_scale : runtime::TimeScaleFor(*p, 0.01);
-  eo.bytes_per_unit = a.bytes_per_unit;
-  eo.watchdog_s = a.watchdog_s;
-  eo.iterations = 1;
-  eo.stop = InterruptFlag();
-  eo.payload_bytes = a.payload_bytes;
-  eo.peers = peers.get();
+  runtime::ExecutorOptions eo = ExecutorOptionsFor(a, *p, peers.get());
+  eo.iterations = 1;  // one at a time, the scheduler between them
   runtime::SyntheticKernel steady(*p, eo.time_scale), slowed(drifted, eo.time_scale);
 
   OnlineOptions oo;
